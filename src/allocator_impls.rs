@@ -1,0 +1,77 @@
+//! Every `Allocator` implementation of the crate, in one place: thin forwarding to the inherent
+//! bump core, so that following the trait's evolution touches only this file.
+//!
+//! The implementations are on the owning types; `&Arena` and `&ArenaRef` get theirs from
+//! allocator-api2's blanket `impl Allocator for &A`, which is how collections share an arena.
+
+use core::ptr::NonNull;
+
+use allocator_api2::alloc::{AllocError, Allocator, Layout};
+
+use crate::arena::{Arena, ArenaRef};
+
+/// Implements `Allocator` for an arena type with private `raw()` and `src()` accessors.
+macro_rules! arena_allocator {
+    ([$($generics:tt)*] $ty:ty) => {
+        // SAFETY: blocks come from chunks the arena owns, are aligned and sized as requested,
+        // never overlap a live block (the position only moves back over the last block of the
+        // current scope), and stay valid until deallocated, the scope ends, the arena is reset or
+        // it is dropped; the last three need `&mut`/ownership, which no live `&Self` allows.
+        // Moving the arena does not move its chunks.
+        unsafe impl<$($generics)*> Allocator for $ty {
+            #[inline(always)]
+            fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+                self.raw().allocate(layout, self.src())
+            }
+
+            #[inline]
+            fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+                self.raw().allocate_zeroed(layout, self.src())
+            }
+
+            #[inline(always)]
+            unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+                // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
+                unsafe { self.raw().deallocate(ptr, layout) }
+            }
+
+            #[inline]
+            unsafe fn grow(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, AllocError> {
+                // SAFETY: forwarded from the caller's `Allocator::grow` contract.
+                let p = unsafe { self.raw().grow(ptr, old_layout, new_layout, false, self.src()) };
+                Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
+            }
+
+            #[inline]
+            unsafe fn grow_zeroed(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, AllocError> {
+                // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
+                let p = unsafe { self.raw().grow(ptr, old_layout, new_layout, true, self.src()) };
+                Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
+            }
+
+            #[inline]
+            unsafe fn shrink(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, AllocError> {
+                // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
+                unsafe { self.raw().shrink(ptr, old_layout, new_layout, self.src()) }
+            }
+        }
+    };
+}
+
+arena_allocator!([A: Allocator] Arena<A>);
+arena_allocator!(['a] ArenaRef<'a>);

@@ -1,0 +1,552 @@
+//! The bump core: the arena's position, its one-branch fast path, the cold refill path, and the
+//! rules for growing, shrinking and freeing the last block.
+//!
+//! Invariants (DESIGN §3):
+//! - `ptr <= end`, both inside the current chunk's usable bytes (or both the dangling sentinel when
+//!   there is no chunk), and both carry the provenance of the chunk's block.
+//! - `floor` is the lowest address of the current chunk that the current scope may roll back to:
+//!   a block ending at or below it belongs to an enclosing scope and is never moved, grown in
+//!   place or rolled back.
+//! - The chunk list is `[used chunks …, current, spares …]`; `used_before` is the number of bytes
+//!   used in the chunks before the current one, recorded when each was left.
+
+use core::alloc::Layout;
+use core::cell::Cell;
+use core::ptr::{self, NonNull};
+
+use allocator_api2::alloc::AllocError;
+
+use super::chunk::{
+    CHUNK_ALIGN, Chunk, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity,
+    min_chunk_size,
+};
+use crate::error::Failure;
+
+/// The state of an arena's bump position and chunk list. Every `Arena` starts with one (so that an
+/// `ArenaRef` can find it at offset 0).
+#[repr(C)]
+pub(crate) struct RawArena {
+    /// Next free byte of the current chunk.
+    ptr: Cell<NonNull<u8>>,
+    /// One past the last usable byte of the current chunk.
+    end: Cell<NonNull<u8>>,
+    /// Lowest address of the current chunk the current scope owns.
+    floor: Cell<NonNull<u8>>,
+    /// The current chunk, `None` until the first chunk is taken.
+    chunk: Cell<Option<Chunk>>,
+    /// Bytes used in the chunks before the current one.
+    used_before: Cell<usize>,
+    /// Sum of the nominal sizes of the regular chunks taken; drives the next chunk's size.
+    growth: Cell<usize>,
+    /// Bytes currently held from the backing allocator, headers included.
+    held: Cell<usize>,
+    /// Chunks currently held.
+    chunks: Cell<usize>,
+    /// Cap on `held`, if any.
+    limit: Cell<Option<usize>>,
+}
+
+/// A saved position: what a scope restores on exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawCheckpoint {
+    chunk: Option<Chunk>,
+    ptr: NonNull<u8>,
+    end: NonNull<u8>,
+    floor: NonNull<u8>,
+    used_before: usize,
+}
+
+/// An aligned, non-null pointer for a zero-sized block.
+#[inline]
+pub(crate) fn dangling(align: usize) -> NonNull<u8> {
+    // SAFETY: `align` is a power of two, hence non-zero.
+    unsafe { NonNull::new_unchecked(ptr::without_provenance_mut(align)) }
+}
+
+impl RawArena {
+    /// An arena with no chunk: the sentinel position fails every non-empty bump.
+    pub(crate) const fn new() -> RawArena {
+        let none = NonNull::dangling();
+        RawArena {
+            ptr: Cell::new(none),
+            end: Cell::new(none),
+            floor: Cell::new(none),
+            chunk: Cell::new(None),
+            used_before: Cell::new(0),
+            growth: Cell::new(0),
+            held: Cell::new(0),
+            chunks: Cell::new(0),
+            limit: Cell::new(None),
+        }
+    }
+
+    // ----- the fast path -----
+
+    /// Bumps `layout` in the current chunk: the one branch of the fast path.
+    ///
+    /// `pad + size` cannot overflow: `Layout` keeps `size <= isize::MAX - (align - 1)` and
+    /// `pad < align`. The sentinel has `ptr == end`, so it fails unless the layout is empty.
+    #[inline(always)]
+    pub(crate) fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
+        let ptr = self.ptr.get();
+        let pad = ptr.addr().get().wrapping_neg() & (layout.align() - 1);
+        let room = self.end.get().addr().get() - ptr.addr().get();
+        if pad + layout.size() <= room {
+            // SAFETY: `pad + size <= end - ptr`, so both offsets stay inside the current chunk's
+            // usable bytes (or are zero on the sentinel).
+            let (start, new_ptr) = unsafe {
+                let start = ptr.add(pad);
+                (start, start.add(layout.size()))
+            };
+            self.ptr.set(new_ptr);
+            Some(start)
+        } else {
+            None
+        }
+    }
+
+    /// Allocates `layout`: bump, or take the cold path.
+    #[inline(always)]
+    pub(crate) fn alloc(&self, layout: Layout, src: &dyn ChunkSource) -> Result<NonNull<u8>, Failure> {
+        match self.bump(layout) {
+            Some(p) => Ok(p),
+            None => self.alloc_slow(layout, src),
+        }
+    }
+
+    // ----- the cold path -----
+
+    /// Finds room for `layout` in a spare chunk or a new one and bumps it there. Changes nothing
+    /// when it fails.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn alloc_slow(
+        &self,
+        layout: Layout,
+        src: &dyn ChunkSource,
+    ) -> Result<NonNull<u8>, Failure> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout.align()));
+        }
+        let current = self.chunk.get();
+        // Reuse the first spare that fits. The walk visits each spare once, so it terminates;
+        // spares too small for this request stay where they are for later, smaller ones.
+        let mut spare = current.and_then(Chunk::next);
+        while let Some(c) = spare {
+            if c.fits(layout) {
+                if let Some(cur) = current {
+                    if cur.next() != Some(c) {
+                        c.unlink();
+                        cur.insert_after(c);
+                    }
+                }
+                return Ok(self.enter_chunk(c, layout));
+            }
+            spare = c.next();
+        }
+        let c = self.take_chunk(layout, src)?;
+        if let Some(cur) = current {
+            cur.insert_after(c);
+        }
+        Ok(self.enter_chunk(c, layout))
+    }
+
+    /// Takes a new chunk for `layout` from the backing allocator, honouring the limit. The chunk
+    /// is not linked yet.
+    fn take_chunk(&self, layout: Layout, src: &dyn ChunkSource) -> Result<Chunk, Failure> {
+        let (mut size, nominal) =
+            chunk_size_for(layout, self.growth.get()).ok_or(Failure::CapacityOverflow)?;
+        if let Some(limit) = self.limit.get() {
+            let left = limit.saturating_sub(self.held.get());
+            if size > left {
+                // The smallest chunk that still holds the request keeps the limit honest.
+                let needed = min_chunk_size(layout).ok_or(Failure::CapacityOverflow)?;
+                if needed > left {
+                    return Err(Failure::LimitReached { limit });
+                }
+                size = left & !(CHUNK_ALIGN - 1);
+            }
+        }
+        self.take_block(size, nominal, src)
+    }
+
+    /// Takes a block of `size` bytes from the backing allocator and makes it a chunk, recording it
+    /// in the statistics and the growth state.
+    fn take_block(
+        &self,
+        size: usize,
+        nominal: usize,
+        src: &dyn ChunkSource,
+    ) -> Result<Chunk, Failure> {
+        let block_layout =
+            Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
+        let block = src
+            .allocate_chunk(block_layout)
+            .map_err(|AllocError| Failure::OutOfMemory(block_layout))?;
+        // Use exactly the requested size (the allocator may return more): the limit stays exact
+        // and `size` is a valid length to give back.
+        let block = NonNull::slice_from_raw_parts(block.cast::<u8>(), size);
+        // SAFETY: the block is fresh from the backing allocator, aligned to CHUNK_ALIGN, writable
+        // for at least `size` bytes, and `size >= HEADER_SIZE` because every size we request
+        // includes the header.
+        let chunk = unsafe { Chunk::init(block) };
+        self.held.set(self.held.get() + size);
+        self.chunks.set(self.chunks.get() + 1);
+        self.growth.set(self.growth.get().saturating_add(nominal));
+        Ok(chunk)
+    }
+
+    /// Makes `c` the current chunk and bumps `layout` from its start.
+    fn enter_chunk(&self, c: Chunk, layout: Layout) -> NonNull<u8> {
+        self.leave_current();
+        self.set_current(c);
+        match self.bump(layout) {
+            Some(p) => p,
+            // `c` was chosen or sized so that `layout` fits from its start.
+            None => unreachable!("arena-pool: a chunk chosen for a layout does not fit it"),
+        }
+    }
+
+    /// Records the bytes used in the current chunk before moving past it.
+    fn leave_current(&self) {
+        if let Some(cur) = self.chunk.get() {
+            let used = self.ptr.get().addr().get() - cur.start().addr().get();
+            self.used_before.set(self.used_before.get() + used);
+        }
+    }
+
+    /// Makes `c` current with its whole capacity free.
+    fn set_current(&self, c: Chunk) {
+        self.chunk.set(Some(c));
+        self.ptr.set(c.start());
+        self.end.set(c.end());
+        self.floor.set(c.start());
+    }
+
+    /// Takes a first chunk of at least `capacity` usable bytes (for `with_capacity`).
+    pub(crate) fn reserve_first(&self, capacity: usize, src: &dyn ChunkSource) -> Result<(), Failure> {
+        debug_assert!(self.chunk.get().is_none());
+        let (size, nominal) = chunk_size_for_capacity(capacity).ok_or(Failure::CapacityOverflow)?;
+        if let Some(limit) = self.limit.get() {
+            if size > limit {
+                return Err(Failure::LimitReached { limit });
+            }
+        }
+        let c = self.take_block(size, nominal, src)?;
+        self.set_current(c);
+        Ok(())
+    }
+
+    // ----- the Allocator rules -----
+
+    /// Whether `[p, p + size)` is the last block of the current scope: it ends at `ptr`, and
+    /// `ptr` is above the floor (a block ending at or below the floor belongs to an enclosing
+    /// scope; an empty block at the floor is treated the same way, which is harmless).
+    #[inline(always)]
+    fn is_last(&self, p: NonNull<u8>, size: usize) -> bool {
+        let ptr = self.ptr.get().addr().get();
+        p.addr().get().wrapping_add(size) == ptr && ptr > self.floor.get().addr().get()
+    }
+
+    /// `Allocator::allocate`.
+    #[inline(always)]
+    pub(crate) fn allocate(
+        &self,
+        layout: Layout,
+        src: &dyn ChunkSource,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        match self.alloc(layout, src) {
+            Ok(p) => Ok(NonNull::slice_from_raw_parts(p, layout.size())),
+            Err(_) => Err(AllocError),
+        }
+    }
+
+    /// `Allocator::allocate_zeroed`.
+    #[inline]
+    pub(crate) fn allocate_zeroed(
+        &self,
+        layout: Layout,
+        src: &dyn ChunkSource,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let p = self.alloc(layout, src).map_err(|_| AllocError)?;
+        // SAFETY: `p` is a fresh block of `layout.size()` writable bytes; no reference is formed.
+        unsafe { p.write_bytes(0, layout.size()) };
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    /// `Allocator::deallocate`: rolls the position back when `p` is the last block of the scope.
+    ///
+    /// # Safety
+    /// `p` was allocated by this arena with `layout` (any size between the requested size and the
+    /// returned length) and is not used afterwards.
+    #[inline(always)]
+    pub(crate) unsafe fn deallocate(&self, p: NonNull<u8>, layout: Layout) {
+        if self.is_last(p, layout.size()) {
+            // SAFETY: `p + size == ptr` and `p` lies in the current chunk, so stepping back `size`
+            // bytes from our own pointer stays in bounds (and keeps the chunk's provenance).
+            self.ptr.set(unsafe { self.ptr.get().sub(layout.size()) });
+        }
+    }
+
+    /// `Allocator::grow` / `grow_zeroed`.
+    ///
+    /// # Safety
+    /// The `Allocator::grow` contract: `p` is a live block of this arena fitting `old`, and
+    /// `new.size() >= old.size()`.
+    #[inline]
+    pub(crate) unsafe fn grow(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+        src: &dyn ChunkSource,
+    ) -> Result<NonNull<u8>, Failure> {
+        debug_assert!(new.size() >= old.size());
+        let q = if self.is_last(p, old.size()) {
+            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `deallocate`).
+            let start = unsafe { self.ptr.get().sub(old.size()) };
+            let room = self.end.get().addr().get() - start.addr().get();
+            if start.addr().get() & (new.align() - 1) == 0 && new.size() <= room {
+                // In place: no copy.
+                // SAFETY: `new.size() <= end - start`.
+                self.ptr.set(unsafe { start.add(new.size()) });
+                start
+            } else {
+                // SAFETY: `[start, ptr)` is the last block and holds `old.size()` live bytes.
+                unsafe { self.move_last(start, new, old.size(), src) }?
+            }
+        } else {
+            let q = self.alloc(new, src)?;
+            // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
+            // overlap `p`; `p` is readable for `old.size()` bytes, `q` writable for more.
+            unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
+            q
+        };
+        if zeroed {
+            // SAFETY: `q` is writable for `new.size()` bytes; the tail past `old.size()` is
+            // written through a raw pointer, never through a reference to uninitialised memory.
+            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
+        }
+        Ok(q)
+    }
+
+    /// `Allocator::shrink`.
+    ///
+    /// # Safety
+    /// The `Allocator::shrink` contract: `p` is a live block of this arena fitting `old`, and
+    /// `new.size() <= old.size()`.
+    #[inline]
+    pub(crate) unsafe fn shrink(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        src: &dyn ChunkSource,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        debug_assert!(new.size() <= old.size());
+        let last = self.is_last(p, old.size());
+        if p.addr().get() & (new.align() - 1) == 0 {
+            if !last {
+                // The slack stays lost until reset; the caller may keep using the whole block.
+                return Ok(NonNull::slice_from_raw_parts(p, old.size()));
+            }
+            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `deallocate`).
+            let start = unsafe { self.ptr.get().sub(old.size()) };
+            // SAFETY: `new.size() <= old.size()`, so this stays inside the old block.
+            self.ptr.set(unsafe { start.add(new.size()) });
+            return Ok(NonNull::slice_from_raw_parts(start, new.size()));
+        }
+        // The new alignment is larger than `p` has: the block must move.
+        let q = if last {
+            // SAFETY: as above.
+            let start = unsafe { self.ptr.get().sub(old.size()) };
+            // SAFETY: `[start, ptr)` is the last block; its first `new.size()` bytes are kept.
+            unsafe { self.move_last(start, new, new.size(), src) }.map_err(|_| AllocError)?
+        } else {
+            let q = self.alloc(new, src).map_err(|_| AllocError)?;
+            // SAFETY: `q` is fresh, after every live block, so it does not overlap `p`.
+            unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), new.size()) };
+            q
+        };
+        Ok(NonNull::slice_from_raw_parts(q, new.size()))
+    }
+
+    /// Re-places the last block `[start, ptr)` for `new`, keeping its first `keep` bytes: first
+    /// in the same chunk (the block is released first, so the new place may overlap it and the
+    /// bytes are moved with `ptr::copy`), else in another chunk. On failure nothing changes.
+    ///
+    /// # Safety
+    /// `[start, ptr)` is the last block of the current scope, with `keep` initialised-or-not bytes
+    /// the caller owns, and `keep <= new.size()`.
+    unsafe fn move_last(
+        &self,
+        start: NonNull<u8>,
+        new: Layout,
+        keep: usize,
+        src: &dyn ChunkSource,
+    ) -> Result<NonNull<u8>, Failure> {
+        let saved = self.ptr.get();
+        self.ptr.set(start);
+        if let Some(q) = self.bump(new) {
+            // SAFETY: both ranges lie in the current chunk (`q >= start`); `ptr::copy` allows
+            // them to overlap. `start` is our own pointer, valid for the old block.
+            unsafe { ptr::copy(start.as_ptr(), q.as_ptr(), keep) };
+            return Ok(q);
+        }
+        match self.alloc_slow(new, src) {
+            Ok(q) => {
+                // SAFETY: `q` is in another chunk, so the ranges cannot overlap; the old block's
+                // bytes are untouched (only its bookkeeping was released).
+                unsafe { ptr::copy_nonoverlapping(start.as_ptr(), q.as_ptr(), keep) };
+                Ok(q)
+            }
+            Err(e) => {
+                self.ptr.set(saved);
+                Err(e)
+            }
+        }
+    }
+
+    // ----- positions, scopes and reset -----
+
+    /// The current position.
+    pub(crate) fn checkpoint(&self) -> RawCheckpoint {
+        RawCheckpoint {
+            chunk: self.chunk.get(),
+            ptr: self.ptr.get(),
+            end: self.end.get(),
+            floor: self.floor.get(),
+            used_before: self.used_before.get(),
+        }
+    }
+
+    /// Starts a scope: the current position becomes the floor. Returns what to restore.
+    pub(crate) fn enter_scope(&self) -> RawCheckpoint {
+        let cp = self.checkpoint();
+        self.floor.set(cp.ptr);
+        cp
+    }
+
+    /// Returns to `cp`; chunks entered since become spares.
+    ///
+    /// # Safety
+    /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), and no
+    /// block allocated after it is used again.
+    pub(crate) unsafe fn restore(&self, cp: RawCheckpoint) {
+        if cp.chunk.is_none() {
+            // Taken before the first chunk: "nothing used" is the start of the first chunk, if
+            // one was taken since (it must stay reachable, as a spare list after it).
+            if let Some(cur) = self.chunk.get() {
+                self.used_before.set(0);
+                self.set_current(cur.head());
+            }
+            return;
+        }
+        self.chunk.set(cp.chunk);
+        self.ptr.set(cp.ptr);
+        self.end.set(cp.end);
+        self.floor.set(cp.floor);
+        self.used_before.set(cp.used_before);
+    }
+
+    /// Forgets every block; keeps every chunk, the largest first.
+    ///
+    /// # Safety
+    /// No block of this arena is used again.
+    pub(crate) unsafe fn reset(&self) {
+        let Some(cur) = self.chunk.get() else { return };
+        let head = cur.head();
+        let mut largest = head;
+        let mut c = head.next();
+        while let Some(x) = c {
+            if x.size() > largest.size() {
+                largest = x;
+            }
+            c = x.next();
+        }
+        if largest != head {
+            largest.unlink();
+            head.insert_before(largest);
+        }
+        self.used_before.set(0);
+        self.set_current(largest);
+    }
+
+    /// Returns every spare chunk (after the current one) to the backing allocator.
+    ///
+    /// # Safety
+    /// `src` is the source the chunks came from, and no checkpoint into a spare is restored later.
+    pub(crate) unsafe fn trim(&self, src: &dyn ChunkSource) {
+        let Some(cur) = self.chunk.get() else { return };
+        let mut spare = cur.next();
+        while let Some(c) = spare {
+            spare = c.next();
+            c.unlink();
+            // SAFETY: a spare holds no live block, and the caller vouches for `src`.
+            unsafe { self.release(c, src) };
+        }
+    }
+
+    /// Returns every chunk to the backing allocator (for `Drop`).
+    ///
+    /// # Safety
+    /// `src` is the source the chunks came from and no block is used again.
+    pub(crate) unsafe fn release_all(&self, src: &dyn ChunkSource) {
+        let Some(cur) = self.chunk.take() else { return };
+        let mut c = Some(cur.head());
+        while let Some(x) = c {
+            c = x.next();
+            // SAFETY: the caller guarantees no block is used again.
+            unsafe { self.release(x, src) };
+        }
+    }
+
+    /// # Safety
+    /// `c` is unlinked or about to be forgotten, holds no live block, and came from `src`.
+    unsafe fn release(&self, c: Chunk, src: &dyn ChunkSource) {
+        let layout = c.block_layout();
+        self.held.set(self.held.get() - layout.size());
+        self.chunks.set(self.chunks.get() - 1);
+        // SAFETY: the block came from `src` with this alignment and its returned length.
+        unsafe { src.deallocate_chunk(c.0.cast(), layout) };
+    }
+
+    // ----- statistics -----
+
+    /// Bytes handed out, alignment padding included, up to the current position.
+    pub(crate) fn used_bytes(&self) -> usize {
+        match self.chunk.get() {
+            Some(c) => self.used_before.get() + (self.ptr.get().addr().get() - c.start().addr().get()),
+            None => 0,
+        }
+    }
+
+    /// Usable bytes of all held chunks.
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.held.get() - self.chunks.get() * HEADER_SIZE
+    }
+
+    /// Bytes held from the backing allocator, headers included.
+    pub(crate) fn allocated_bytes_including_metadata(&self) -> usize {
+        self.held.get()
+    }
+
+    /// Bytes left in the current chunk.
+    pub(crate) fn chunk_capacity(&self) -> usize {
+        self.end.get().addr().get() - self.ptr.get().addr().get()
+    }
+
+    /// Chunks held.
+    pub(crate) fn chunk_count(&self) -> usize {
+        self.chunks.get()
+    }
+
+    pub(crate) fn allocation_limit(&self) -> Option<usize> {
+        self.limit.get()
+    }
+
+    pub(crate) fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.limit.set(limit);
+    }
+}

@@ -1,0 +1,283 @@
+//! Chunks: the blocks an arena takes from its backing allocator, their header, and the sizing
+//! policy that decides how big the next one is.
+//!
+//! A chunk is one block from the backing allocator, aligned to [`CHUNK_ALIGN`], that starts with a
+//! [`ChunkHeader`]; the bytes after the header are bumped upward. Chunks form a doubly linked list
+//! whose order is the order of use: chunks before the current one hold live data, chunks after it
+//! are spares kept for reuse (after `reset`, a scope exit, or a skipped too-small spare).
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use allocator_api2::alloc::AllocError;
+
+/// Alignment of every chunk and of the first usable byte after its header.
+pub(crate) const CHUNK_ALIGN: usize = 16;
+
+/// Bytes of a chunk taken by its header.
+pub(crate) const HEADER_SIZE: usize = size_of::<ChunkHeader>();
+
+/// The size of the first regular chunk as the backing allocator sees it (before
+/// [`MALLOC_OVERHEAD`] is subtracted).
+pub(crate) const FIRST_CHUNK_SIZE: usize = 512;
+
+/// Regular chunks stop growing at this size; larger requests get a chunk of their own.
+pub(crate) const MAX_CHUNK_SIZE: usize = 16 << 20;
+
+/// What a typical `malloc` keeps in front of a block: requesting a power of two minus this keeps
+/// the real block a power of two.
+const MALLOC_OVERHEAD: usize = 2 * size_of::<usize>();
+
+/// The header at the start of every chunk.
+#[repr(C, align(16))]
+pub(crate) struct ChunkHeader {
+    /// The chunk used before this one.
+    pub(crate) prev: Option<NonNull<ChunkHeader>>,
+    /// The chunk used after this one (a spare while this one is current).
+    pub(crate) next: Option<NonNull<ChunkHeader>>,
+    /// Total bytes of the block, header included, as returned by the backing allocator.
+    pub(crate) size: usize,
+}
+
+const _: () = assert!(HEADER_SIZE % CHUNK_ALIGN == 0);
+const _: () = assert!(HEADER_SIZE <= FIRST_CHUNK_SIZE / 4);
+
+/// Where an arena's chunks come from and go back to: its backing allocator, behind a vtable so
+/// that [`ArenaRef`](crate::ArenaRef) need not name the allocator's type.
+pub(crate) trait ChunkSource {
+    /// Takes a block for a chunk from the backing allocator.
+    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError>;
+
+    /// Returns a chunk's block to the backing allocator.
+    ///
+    /// # Safety
+    /// `ptr` was returned by [`allocate_chunk`](Self::allocate_chunk) of the same source with a
+    /// layout of alignment [`CHUNK_ALIGN`], `layout` has that alignment and a size between the
+    /// requested size and the returned length, and the block is not used afterwards.
+    unsafe fn deallocate_chunk(&self, ptr: NonNull<u8>, layout: Layout);
+}
+
+/// A chunk, seen through its header pointer. Copyable handle; the arena owns the memory.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Chunk(pub(crate) NonNull<ChunkHeader>);
+
+impl Chunk {
+    /// Writes a fresh header at the start of `block` and returns the chunk.
+    ///
+    /// # Safety
+    /// `block` is valid for writes of its whole length, aligned to [`CHUNK_ALIGN`], at least
+    /// [`HEADER_SIZE`] long, and not used by anything else.
+    pub(crate) unsafe fn init(block: NonNull<[u8]>) -> Chunk {
+        let header = block.cast::<ChunkHeader>();
+        // SAFETY: the caller guarantees the block is writable, aligned for the header and long
+        // enough to hold it.
+        unsafe {
+            header.write(ChunkHeader {
+                prev: None,
+                next: None,
+                size: block.len(),
+            })
+        };
+        Chunk(header)
+    }
+
+    fn get_prev(self) -> Option<NonNull<ChunkHeader>> {
+        // SAFETY: a `Chunk` only exists for a header written by `init` whose block the arena still
+        // owns; this reads one field through the raw pointer without forming a reference.
+        unsafe { (*self.0.as_ptr()).prev }
+    }
+
+    fn get_next(self) -> Option<NonNull<ChunkHeader>> {
+        // SAFETY: as in `get_prev`.
+        unsafe { (*self.0.as_ptr()).next }
+    }
+
+    fn set_prev(self, prev: Option<Chunk>) {
+        // SAFETY: as in `get_prev`; the arena is `!Sync` and is the block's only user, so this
+        // write races with nothing.
+        unsafe { (*self.0.as_ptr()).prev = prev.map(|c| c.0) }
+    }
+
+    fn set_next(self, next: Option<Chunk>) {
+        // SAFETY: as in `set_prev`.
+        unsafe { (*self.0.as_ptr()).next = next.map(|c| c.0) }
+    }
+
+    /// The first usable byte, with the provenance of the whole block.
+    #[inline]
+    pub(crate) fn start(self) -> NonNull<u8> {
+        // SAFETY: the header lies at the start of a block at least `HEADER_SIZE` long, so one past
+        // the header is in bounds (or one past the end) of that block.
+        unsafe { self.0.cast::<u8>().add(HEADER_SIZE) }
+    }
+
+    /// One past the last usable byte.
+    #[inline]
+    pub(crate) fn end(self) -> NonNull<u8> {
+        // SAFETY: `size` is the length of the block that starts at the header.
+        unsafe { self.0.cast::<u8>().add(self.size()) }
+    }
+
+    /// Usable bytes (the block less its header).
+    pub(crate) fn capacity(self) -> usize {
+        self.size() - HEADER_SIZE
+    }
+
+    /// Total bytes of the block.
+    pub(crate) fn size(self) -> usize {
+        // SAFETY: as in `get_prev`.
+        unsafe { (*self.0.as_ptr()).size }
+    }
+
+    pub(crate) fn prev(self) -> Option<Chunk> {
+        self.get_prev().map(Chunk)
+    }
+
+    pub(crate) fn next(self) -> Option<Chunk> {
+        self.get_next().map(Chunk)
+    }
+
+    /// The layout the block was taken with (its returned length, which the contract allows).
+    pub(crate) fn block_layout(self) -> Layout {
+        // SAFETY: the block was allocated with alignment CHUNK_ALIGN and this length, so the pair
+        // was a valid layout then and still is.
+        unsafe { Layout::from_size_align_unchecked(self.size(), CHUNK_ALIGN) }
+    }
+
+    /// Whether a block of `layout` fits in this chunk when bumping from its start.
+    pub(crate) fn fits(self, layout: Layout) -> bool {
+        let start = self.start().addr().get();
+        let pad = start.wrapping_neg() & (layout.align() - 1);
+        pad + layout.size() <= self.capacity()
+    }
+
+    /// Removes this chunk from the list it is in, joining its neighbours.
+    pub(crate) fn unlink(self) {
+        let (prev, next) = (self.prev(), self.next());
+        if let Some(p) = prev {
+            p.set_next(next);
+        }
+        if let Some(n) = next {
+            n.set_prev(prev);
+        }
+        self.set_prev(None);
+        self.set_next(None);
+    }
+
+    /// Inserts the unlinked `chunk` right after `self`.
+    pub(crate) fn insert_after(self, chunk: Chunk) {
+        let next = self.next();
+        chunk.set_prev(Some(self));
+        chunk.set_next(next);
+        if let Some(n) = next {
+            n.set_prev(Some(chunk));
+        }
+        self.set_next(Some(chunk));
+    }
+
+    /// Inserts the unlinked `chunk` right before `self`.
+    pub(crate) fn insert_before(self, chunk: Chunk) {
+        let prev = self.prev();
+        chunk.set_next(Some(self));
+        chunk.set_prev(prev);
+        if let Some(p) = prev {
+            p.set_next(Some(chunk));
+        }
+        self.set_prev(Some(chunk));
+    }
+
+    /// The first chunk of the list this one is in.
+    pub(crate) fn head(self) -> Chunk {
+        let mut c = self;
+        while let Some(p) = c.prev() {
+            c = p;
+        }
+        c
+    }
+}
+
+/// The block size to request for a chunk that must hold `layout`.
+///
+/// `growth` is the sum of the nominal sizes of the regular chunks taken so far. A regular chunk's
+/// nominal size is a power of two at least that sum (so a reset loop converges to one chunk),
+/// capped at [`MAX_CHUNK_SIZE`]. A request that does not fit a regular chunk gets a chunk of its
+/// own size and leaves the growth state alone. Returns `(block size, nominal size to add to the
+/// growth state)`, or `None` when the sizes overflow.
+pub(crate) fn chunk_size_for(layout: Layout, growth: usize) -> Option<(usize, usize)> {
+    let own = min_chunk_size(layout)?;
+    let nominal = regular_nominal(growth);
+    let regular = nominal - MALLOC_OVERHEAD;
+    if own <= regular {
+        Some((regular, nominal))
+    } else {
+        Some((own, 0))
+    }
+}
+
+/// The smallest block size whose chunk holds `layout` wherever the block lands; `None` when it
+/// overflows or is not a valid layout.
+pub(crate) fn min_chunk_size(layout: Layout) -> Option<usize> {
+    // Data starts CHUNK_ALIGN-aligned, so reaching a larger alignment costs at most this padding.
+    let pad = layout.align().saturating_sub(CHUNK_ALIGN);
+    let own = HEADER_SIZE
+        .checked_add(pad)?
+        .checked_add(layout.size())?
+        .checked_next_multiple_of(CHUNK_ALIGN)?;
+    // The block must be a valid layout: at most isize::MAX once rounded to its alignment.
+    Layout::from_size_align(own, CHUNK_ALIGN).ok()?;
+    Some(own)
+}
+
+/// The nominal size of the next regular chunk for a growth state.
+pub(crate) fn regular_nominal(growth: usize) -> usize {
+    growth
+        .clamp(FIRST_CHUNK_SIZE, MAX_CHUNK_SIZE)
+        .next_power_of_two()
+}
+
+/// The block size for a first chunk that gives at least `capacity` usable bytes, as a regular
+/// chunk, with its nominal size; `None` on overflow.
+pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)> {
+    let required = capacity
+        .checked_add(HEADER_SIZE)?
+        .checked_add(MALLOC_OVERHEAD)?;
+    let nominal = required.max(FIRST_CHUNK_SIZE).checked_next_power_of_two()?;
+    let size = nominal - MALLOC_OVERHEAD;
+    Layout::from_size_align(size, CHUNK_ALIGN).ok()?;
+    Some((size, nominal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regular_chunks_at_least_sum_of_previous() {
+        let mut growth = 0;
+        let mut sum = 0;
+        for _ in 0..10 {
+            let (size, nominal) = chunk_size_for(Layout::new::<u64>(), growth).unwrap();
+            assert!(nominal >= sum, "nominal {nominal} < sum of previous {sum}");
+            assert_eq!(size + MALLOC_OVERHEAD, nominal);
+            sum += nominal;
+            growth += nominal;
+        }
+    }
+
+    #[test]
+    fn growth_is_capped_and_oversized_requests_do_not_raise_it() {
+        let (_, nominal) = chunk_size_for(Layout::new::<u8>(), usize::MAX / 2).unwrap();
+        assert_eq!(nominal, MAX_CHUNK_SIZE);
+        let big = Layout::from_size_align(MAX_CHUNK_SIZE * 2, 8).unwrap();
+        let (size, nominal) = chunk_size_for(big, 0).unwrap();
+        assert_eq!(nominal, 0);
+        assert!(size >= MAX_CHUNK_SIZE * 2 + HEADER_SIZE);
+    }
+
+    #[test]
+    fn overflowing_requests_are_refused() {
+        let huge = Layout::from_size_align(isize::MAX as usize - 4095, 4096).unwrap();
+        assert_eq!(chunk_size_for(huge, 0), None);
+        assert_eq!(chunk_size_for_capacity(usize::MAX - 8), None);
+    }
+}

@@ -1,0 +1,297 @@
+//! [`Arena`]: a chunked bump allocator that bumps upward, and [`ArenaRef`], the scoped view of it.
+
+mod bump;
+mod chunk;
+mod scope;
+mod stats;
+mod typed;
+
+use core::fmt;
+use core::ptr::NonNull;
+
+use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
+
+pub(crate) use bump::RawArena;
+pub(crate) use chunk::ChunkSource;
+pub use scope::ArenaRef;
+pub use stats::ArenaStats;
+
+/// A bump allocator: allocation moves a pointer forward through chunks taken from the backing
+/// allocator `A`, and everything is freed at once by [`reset`](Arena::reset) or drop.
+///
+/// - **Upward bumping**: the last block grows and shrinks in place, so a `Vec` growing at the end
+///   of the arena never copies, and freeing the last block gives its bytes back.
+/// - **Any collection**: `Arena` implements allocator-api2's [`Allocator`], so
+///   `allocator_api2::vec::Vec::new_in(&arena)`, `allocator_api2::boxed::Box::new_in(x, &arena)` and
+///   `hashbrown::HashMap::new_in(&arena)` work unchanged.
+/// - **Values placed with `alloc` are never dropped.** The typed helpers ([`alloc`](Arena::alloc),
+///   [`alloc_slice_clone`](Arena::alloc_slice_clone), …) return `&mut T` and the arena does not run
+///   destructors: a `String` or `Vec` placed there leaks its heap buffer. When a value must be
+///   dropped, use `allocator_api2::boxed::Box::new_in(value, &arena)`.
+/// - **Validity**: a block lives until it is deallocated, the arena is reset, the scope it was
+///   allocated in ends, or the arena is dropped. The last three need `&mut Arena` or ownership,
+///   so the borrow checker rules them out while any `&Arena` (inside a reference, `Vec` or `Box`)
+///   is alive.
+///
+/// `Arena` is `Send` when `A` is, and never `Sync`; it is not `Clone`: share it as `&Arena`.
+///
+/// ```
+/// use arena_pool::Arena;
+/// use arena_pool::allocator_api2::vec::Vec;
+///
+/// let mut arena = Arena::new();
+/// let x = arena.alloc(42u32);
+/// *x += 1;
+/// let mut v = Vec::new_in(&arena);
+/// v.extend([1u64, 2, 3]);
+/// assert_eq!((*x, v.len()), (43, 3));
+/// drop(v);
+/// arena.reset(); // every block is gone; the chunks are kept for reuse
+/// assert_eq!(arena.used_bytes(), 0);
+/// ```
+#[repr(C)]
+pub struct Arena<A: Allocator = Global> {
+    // Must stay the first field: `ArenaRef` reads it at offset 0.
+    raw: RawArena,
+    alloc: A,
+}
+
+// SAFETY: the arena exclusively owns its chunks; its raw pointers point only into them, and every
+// reference it hands out borrows the arena, so none is alive when the arena moves. Moving it to
+// another thread moves the chunks with it, and they are given back through `A` there, which needs
+// `A: Send`. (The arena is not `Sync`: its `Cell`s make it so.)
+unsafe impl<A: Allocator + Send> Send for Arena<A> {}
+
+impl Arena {
+    /// An empty arena on the global allocator. Allocates nothing until the first allocation.
+    ///
+    /// ```
+    /// use arena_pool::Arena;
+    ///
+    /// const EMPTY: Arena = Arena::new(); // usable in constants
+    /// let arena = EMPTY;
+    /// assert_eq!(arena.allocated_bytes(), 0);
+    /// ```
+    #[must_use]
+    pub const fn new() -> Arena {
+        Arena::new_in(Global)
+    }
+
+    /// An arena on the global allocator whose first chunk holds at least `capacity` bytes.
+    ///
+    /// # Panics
+    /// When the capacity overflows; calls [`handle_alloc_error`](alloc::alloc::handle_alloc_error)
+    /// when the global allocator fails.
+    ///
+    /// ```
+    /// let arena = arena_pool::Arena::with_capacity(4096);
+    /// assert!(arena.chunk_capacity() >= 4096);
+    /// ```
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> Arena {
+        Arena::with_capacity_in(capacity, Global)
+    }
+
+    /// Like [`with_capacity`](Arena::with_capacity), returning `Err` instead of panicking.
+    pub fn try_with_capacity(capacity: usize) -> Result<Arena, AllocError> {
+        Arena::try_with_capacity_in(capacity, Global)
+    }
+}
+
+impl<A: Allocator> Arena<A> {
+    /// An empty arena taking its chunks from `alloc`. Allocates nothing until the first
+    /// allocation.
+    ///
+    /// ```
+    /// use arena_pool::Arena;
+    /// use arena_pool::allocator_api2::alloc::Global;
+    ///
+    /// let arena = Arena::new_in(Global);
+    /// assert_eq!(*arena.alloc(7u8), 7);
+    /// ```
+    pub const fn new_in(alloc: A) -> Arena<A> {
+        Arena {
+            raw: RawArena::new(),
+            alloc,
+        }
+    }
+
+    /// An arena taking its chunks from `alloc`, whose first chunk holds at least `capacity`
+    /// bytes.
+    ///
+    /// # Panics
+    /// When the capacity overflows; calls [`handle_alloc_error`](alloc::alloc::handle_alloc_error)
+    /// when `alloc` fails.
+    pub fn with_capacity_in(capacity: usize, alloc: A) -> Arena<A> {
+        let arena = Arena::new_in(alloc);
+        if let Err(e) = arena.raw.reserve_first(capacity, &arena) {
+            e.raise()
+        }
+        arena
+    }
+
+    /// Like [`with_capacity_in`](Arena::with_capacity_in), returning `Err` instead of panicking.
+    pub fn try_with_capacity_in(capacity: usize, alloc: A) -> Result<Arena<A>, AllocError> {
+        let arena = Arena::new_in(alloc);
+        arena.raw.reserve_first(capacity, &arena)?;
+        Ok(arena)
+    }
+
+    /// The backing allocator.
+    pub fn allocator(&self) -> &A {
+        &self.alloc
+    }
+
+    /// Forgets every allocation and keeps every chunk for reuse, the largest first, so a steady
+    /// loop of "allocate, reset" stops calling the backing allocator after its first cycles.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// arena.alloc_slice_fill_copy(1000, 0u8);
+    /// let held = arena.allocated_bytes();
+    /// arena.reset();
+    /// assert_eq!(arena.used_bytes(), 0);
+    /// assert_eq!(arena.allocated_bytes(), held);
+    /// ```
+    pub fn reset(&mut self) {
+        // SAFETY: `&mut self` proves no reference, collection or scope borrows the arena, so no
+        // block is used again.
+        unsafe { self.raw.reset() }
+    }
+
+    /// Same as [`reset`](Arena::reset).
+    ///
+    /// ```compile_fail
+    /// let mut arena = arena_pool::Arena::new();
+    /// let x = arena.alloc(42u32);
+    /// arena.clear();
+    /// assert_eq!(*x, 42); // error: `arena` is borrowed by `x`
+    /// ```
+    pub fn clear(&mut self) {
+        self.reset()
+    }
+
+    /// Returns the chunks the arena keeps but does not use (those past the current one) to the
+    /// backing allocator. The current chunk is kept.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// for _ in 0..10 {
+    ///     arena.alloc_slice_fill_copy(1000, 0u8);
+    /// }
+    /// arena.reset();
+    /// arena.trim();
+    /// assert_eq!(arena.stats().chunks, 1);
+    /// ```
+    pub fn trim(&mut self) {
+        // SAFETY: the chunks came from `self.alloc`; `&mut self` rules out a live scope whose
+        // checkpoint could point into a spare.
+        unsafe { self.raw.trim(&*self) }
+    }
+
+    /// Sets a cap on the bytes the arena holds from its backing allocator (chunk headers
+    /// included), or removes it with `None`. A request that would pass it fails with `AllocError`
+    /// from the fallible API and panics with a message naming the limit from the panicking one.
+    /// Chunks already held are kept even when they exceed a new, lower limit.
+    ///
+    /// ```
+    /// let arena = arena_pool::Arena::new();
+    /// arena.set_allocation_limit(Some(4096));
+    /// assert!(arena.try_alloc_slice_fill_copy(1000, 0u8).is_ok());
+    /// assert!(arena.try_alloc_slice_fill_copy(10_000, 0u8).is_err());
+    /// assert!(arena.allocated_bytes_including_metadata() <= 4096);
+    /// ```
+    pub fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.raw.set_allocation_limit(limit)
+    }
+
+    /// The arena as an [`ArenaRef`], the type every scope hands out.
+    ///
+    /// ```
+    /// let arena = arena_pool::Arena::new();
+    /// let r = arena.as_arena_ref();
+    /// assert_eq!(*r.alloc(5u16), 5);
+    /// ```
+    pub fn as_arena_ref(&self) -> &ArenaRef<'_> {
+        let src: &dyn ChunkSource = self;
+        // SAFETY: `ArenaRef` is a `repr(transparent)` wrapper around `dyn ChunkSource`, so the
+        // cast keeps the address and the vtable; its concrete type is `Arena<A>`, whose first
+        // field is the `RawArena` that `ArenaRef` reads at offset 0.
+        unsafe { &*(src as *const dyn ChunkSource as *const ArenaRef<'_>) }
+    }
+
+    /// The arena as a mutable [`ArenaRef`]: what [`ArenaRef::with_scope`] needs.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// let arena = arena.as_arena_ref_mut();
+    /// let a = arena.alloc(1u32);
+    /// arena.with_scope(|scope| {
+    ///     assert_eq!(*scope.alloc(2u32), 2);
+    /// });
+    /// assert_eq!(*a, 1);
+    /// ```
+    pub fn as_arena_ref_mut(&mut self) -> &mut ArenaRef<'_> {
+        let src: &mut dyn ChunkSource = self;
+        // SAFETY: as in `as_arena_ref`; the unique borrow of `self` becomes the unique borrow of
+        // the `ArenaRef`.
+        unsafe { &mut *(src as *mut dyn ChunkSource as *mut ArenaRef<'_>) }
+    }
+
+    /// Runs `f` in a scope: everything `f` allocates is freed when it returns (or unwinds), and
+    /// the chunks it took are kept for reuse. See [`ArenaRef::with_scope`].
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// let before = arena.used_bytes();
+    /// let sum = arena.with_scope(|scope| scope.alloc_slice_fill_with(100, |i| i).iter().sum::<usize>());
+    /// assert_eq!(sum, 4950);
+    /// assert_eq!(arena.used_bytes(), before);
+    /// ```
+    pub fn with_scope<R>(&mut self, f: impl for<'s> FnOnce(&'s mut ArenaRef<'s>) -> R) -> R {
+        self.as_arena_ref_mut().with_scope(f)
+    }
+
+    #[inline(always)]
+    pub(crate) fn raw(&self) -> &RawArena {
+        &self.raw
+    }
+
+    #[inline(always)]
+    pub(crate) fn src(&self) -> &dyn ChunkSource {
+        self
+    }
+}
+
+impl<A: Allocator> ChunkSource for Arena<A> {
+    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.alloc.allocate(layout)
+    }
+
+    unsafe fn deallocate_chunk(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller: `ptr` came from `self.alloc` with `layout`.
+        unsafe { self.alloc.deallocate(ptr, layout) }
+    }
+}
+
+impl<A: Allocator> Drop for Arena<A> {
+    fn drop(&mut self) {
+        // SAFETY: the chunks came from `self.alloc`, and ownership proves no block is used again.
+        unsafe { self.raw.release_all(&*self) }
+    }
+}
+
+impl<A: Allocator + Default> Default for Arena<A> {
+    fn default() -> Arena<A> {
+        Arena::new_in(A::default())
+    }
+}
+
+impl<A: Allocator> fmt::Debug for Arena<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Arena").field("stats", &self.stats()).finish()
+    }
+}
+
+typed::typed_api!(impl[A: Allocator] Arena<A>, '_, examples);
+stats::stats_api!(impl[A: Allocator] Arena<A>);

@@ -1,0 +1,87 @@
+//! Statistics: [`ArenaStats`] and the methods that report an arena's memory.
+
+/// A snapshot of an arena's memory, from [`Arena::stats`](crate::Arena::stats).
+///
+/// ```
+/// let arena = arena_pool::Arena::new();
+/// arena.alloc_slice_fill_copy(100, 0u8);
+/// let s = arena.stats();
+/// assert_eq!(s.used_bytes, 100);
+/// assert_eq!(s.chunks, 1);
+/// assert!(s.allocated_bytes >= s.used_bytes + s.chunk_capacity);
+/// assert!(s.allocated_bytes_including_metadata > s.allocated_bytes);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArenaStats {
+    /// Chunks held from the backing allocator (in use or kept for reuse).
+    pub chunks: usize,
+    /// Bytes handed out up to the current position, alignment padding included: what
+    /// [`used_bytes`](crate::Arena::used_bytes) returns.
+    pub used_bytes: usize,
+    /// Usable bytes of every held chunk (headers excluded).
+    pub allocated_bytes: usize,
+    /// Bytes held from the backing allocator, chunk headers included.
+    pub allocated_bytes_including_metadata: usize,
+    /// Bytes left in the current chunk.
+    pub chunk_capacity: usize,
+    /// The allocation limit, if one is set.
+    pub allocation_limit: Option<usize>,
+}
+
+/// The statistics methods, for `Arena` and `ArenaRef` alike (the type needs a private
+/// `raw(&self) -> &RawArena`).
+macro_rules! stats_api {
+    (impl[$($generics:tt)*] $ty:ty) => {
+        impl<$($generics)*> $ty {
+            /// Bytes handed out up to the current position, alignment padding included. It goes
+            /// back down exactly when the last block is freed or shrunk, when a scope ends and on
+            /// reset; bytes of blocks that were not last when freed stay counted until then.
+            #[inline]
+            pub fn used_bytes(&self) -> usize {
+                self.raw().used_bytes()
+            }
+
+            /// Usable bytes of every chunk held from the backing allocator (headers excluded),
+            /// including chunks kept for reuse.
+            #[inline]
+            pub fn allocated_bytes(&self) -> usize {
+                self.raw().allocated_bytes()
+            }
+
+            /// Bytes held from the backing allocator, chunk headers included: what the
+            /// allocation limit caps.
+            #[inline]
+            pub fn allocated_bytes_including_metadata(&self) -> usize {
+                self.raw().allocated_bytes_including_metadata()
+            }
+
+            /// Bytes left in the current chunk: how much can be allocated (at alignment 1)
+            /// before the arena moves to another chunk.
+            #[inline]
+            pub fn chunk_capacity(&self) -> usize {
+                self.raw().chunk_capacity()
+            }
+
+            /// The allocation limit, if one is set.
+            #[inline]
+            pub fn allocation_limit(&self) -> Option<usize> {
+                self.raw().allocation_limit()
+            }
+
+            /// All the statistics at once.
+            pub fn stats(&self) -> $crate::ArenaStats {
+                let raw = self.raw();
+                $crate::ArenaStats {
+                    chunks: raw.chunk_count(),
+                    used_bytes: raw.used_bytes(),
+                    allocated_bytes: raw.allocated_bytes(),
+                    allocated_bytes_including_metadata: raw.allocated_bytes_including_metadata(),
+                    chunk_capacity: raw.chunk_capacity(),
+                    allocation_limit: raw.allocation_limit(),
+                }
+            }
+        }
+    };
+}
+pub(crate) use stats_api;

@@ -1,0 +1,17 @@
+#![doc = include_str!("../README.md")]
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod allocator_impls;
+mod arena;
+mod error;
+
+pub use allocator_api2;
+pub use allocator_api2::alloc::AllocError;
+pub use arena::{Arena, ArenaRef, ArenaStats};
+pub use error::AllocOrInitError;
