@@ -34,9 +34,9 @@ impl Failure {
             Failure::CapacityOverflow => {
                 panic!("arena-pool: allocation size overflows (more than isize::MAX bytes)")
             }
-            Failure::LimitReached { limit } => panic!(
-                "arena-pool: the arena's allocation limit of {limit} bytes is reached"
-            ),
+            Failure::LimitReached { limit } => {
+                panic!("arena-pool: the arena's allocation limit of {limit} bytes is reached")
+            }
             Failure::OutOfMemory(layout) => alloc::alloc::handle_alloc_error(layout),
             Failure::Format => {
                 panic!("arena-pool: a formatting trait implementation returned an error")

@@ -107,7 +107,11 @@ impl RawArena {
 
     /// Allocates `layout`: bump, or take the cold path.
     #[inline(always)]
-    pub(crate) fn alloc(&self, layout: Layout, src: &dyn ChunkSource) -> Result<NonNull<u8>, Failure> {
+    pub(crate) fn alloc(
+        &self,
+        layout: Layout,
+        src: &dyn ChunkSource,
+    ) -> Result<NonNull<u8>, Failure> {
         match self.bump(layout) {
             Some(p) => Ok(p),
             None => self.alloc_slow(layout, src),
@@ -224,7 +228,11 @@ impl RawArena {
     }
 
     /// Takes a first chunk of at least `capacity` usable bytes (for `with_capacity`).
-    pub(crate) fn reserve_first(&self, capacity: usize, src: &dyn ChunkSource) -> Result<(), Failure> {
+    pub(crate) fn reserve_first(
+        &self,
+        capacity: usize,
+        src: &dyn ChunkSource,
+    ) -> Result<(), Failure> {
         debug_assert!(self.chunk.get().is_none());
         let (size, nominal) = chunk_size_for_capacity(capacity).ok_or(Failure::CapacityOverflow)?;
         if let Some(limit) = self.limit.get() {
@@ -517,7 +525,9 @@ impl RawArena {
     /// Bytes handed out, alignment padding included, up to the current position.
     pub(crate) fn used_bytes(&self) -> usize {
         match self.chunk.get() {
-            Some(c) => self.used_before.get() + (self.ptr.get().addr().get() - c.start().addr().get()),
+            Some(c) => {
+                self.used_before.get() + (self.ptr.get().addr().get() - c.start().addr().get())
+            }
             None => 0,
         }
     }

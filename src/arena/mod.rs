@@ -289,7 +289,9 @@ impl<A: Allocator + Default> Default for Arena<A> {
 
 impl<A: Allocator> fmt::Debug for Arena<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Arena").field("stats", &self.stats()).finish()
+        f.debug_struct("Arena")
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 

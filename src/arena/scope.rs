@@ -68,10 +68,11 @@ impl<'a> ArenaRef<'a> {
     /// let kept = arena.alloc_str("kept");
     /// let before = arena.used_bytes();
     /// let total = arena.with_scope(|scope| {
+    ///     // A nested scope needs `&mut scope`: run it before collections borrow `scope`.
+    ///     let inner = scope.with_scope(|inner| inner.alloc_slice_copy(&[7u8; 10]).len());
     ///     let mut scratch = Vec::new_in(&*scope);
     ///     scratch.extend(0..1000u64);
-    ///     scope.with_scope(|inner| inner.alloc_slice_copy(&scratch[..10]).len())
-    ///         + scratch.len()
+    ///     inner + scratch.len()
     /// });
     /// assert_eq!(total, 1010);
     /// assert_eq!(arena.used_bytes(), before);

@@ -340,7 +340,7 @@ impl RawArena {
         args: fmt::Arguments<'_>,
     ) -> Result<NonNull<str>, Failure> {
         if let Some(s) = args.as_str() {
-            return self.slice_copy(src, s.as_bytes()).map(|p| str_ptr(p));
+            return self.slice_copy(src, s.as_bytes()).map(str_ptr);
         }
         let mut sink = FmtSink {
             buf: Building::new(self, src),
