@@ -565,9 +565,11 @@ assert_eq!(s, &[9, 2, 3, 4, 5]);
             /// # Panics
             /// As [`alloc`](Self::alloc), and when `T::clone` panics.
             #[doc = $crate::arena::typed::doc_example!($ex, "```
+use std::cell::Cell; // `Clone` but not `Copy`, and owns no heap memory (nothing to leak)
 let arena = arena_pool::Arena::new();
-let names = arena.alloc_slice_clone(&[\"a\".to_string(), \"b\".to_string()]);
-assert_eq!(names[1], \"b\");
+let cells = arena.alloc_slice_clone(&[Cell::new(1), Cell::new(2)]);
+cells[0].set(5);
+assert_eq!((cells[0].get(), cells[1].get()), (5, 2));
 ```")]
             #[inline]
             pub fn alloc_slice_clone<T: Clone>(&self, items: &[T]) -> &$lt mut [T] {
@@ -652,9 +654,11 @@ assert_eq!(arena.alloc_slice_fill_copy(3, 7u8), &[7, 7, 7]);
             /// # Panics
             /// As [`alloc`](Self::alloc), and when `T::clone` panics.
             #[doc = $crate::arena::typed::doc_example!($ex, "```
+use std::cell::Cell;
 let arena = arena_pool::Arena::new();
-let v = arena.alloc_slice_fill_clone(2, &String::from(\"x\"));
-assert_eq!(v.concat(), \"xx\");
+let cells = arena.alloc_slice_fill_clone(3, &Cell::new(7u8));
+cells[0].set(1);
+assert_eq!(cells.iter().map(Cell::get).sum::<u8>(), 15);
 ```")]
             #[inline]
             pub fn alloc_slice_fill_clone<T: Clone>(&self, len: usize, value: &T) -> &$lt mut [T] {
