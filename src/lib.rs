@@ -13,5 +13,5 @@ mod error;
 
 pub use allocator_api2;
 pub use allocator_api2::alloc::AllocError;
-pub use arena::{Arena, ArenaRef, ArenaStats};
+pub use arena::{Arena, ArenaRef, ArenaStats, Checkpoint, ScopeGuard};
 pub use error::AllocOrInitError;

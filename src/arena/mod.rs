@@ -13,7 +13,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 
 pub(crate) use bump::RawArena;
 pub(crate) use chunk::ChunkSource;
-pub use scope::ArenaRef;
+pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 
 /// A bump allocator: allocation moves a pointer forward through chunks taken from the backing
@@ -250,6 +250,49 @@ impl<A: Allocator> Arena<A> {
     /// ```
     pub fn with_scope<R>(&mut self, f: impl for<'s> FnOnce(&'s mut ArenaRef<'s>) -> R) -> R {
         self.as_arena_ref_mut().with_scope(f)
+    }
+
+    /// Starts a scope that lasts until the returned guard is dropped. See
+    /// [`ArenaRef::scope_guard`].
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// {
+    ///     let mut guard = arena.scope_guard();
+    ///     assert_eq!(guard.scope().alloc_str("temporary"), "temporary");
+    /// }
+    /// assert_eq!(arena.used_bytes(), 0);
+    /// ```
+    pub fn scope_guard(&mut self) -> ScopeGuard<'_> {
+        self.as_arena_ref_mut().scope_guard()
+    }
+
+    /// The current position, for [`reset_to`](Arena::reset_to).
+    pub fn checkpoint(&self) -> Checkpoint {
+        self.as_arena_ref().checkpoint()
+    }
+
+    /// Returns the position to `checkpoint`. See [`ArenaRef::reset_to`].
+    ///
+    /// # Safety
+    /// As for [`ArenaRef::reset_to`]: `checkpoint` comes from this arena (outside any scope),
+    /// it was not invalidated by `reset`, `trim` or an earlier `reset_to` past it, and no block
+    /// allocated after it is used again.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// let a = arena.alloc(1u32) as *mut u32;
+    /// let cp = arena.checkpoint();
+    /// arena.alloc_slice_fill_copy(1000, 0u8);
+    /// // SAFETY: `cp` is from this arena, and the slice allocated after it is not used again.
+    /// unsafe { arena.reset_to(cp) };
+    /// assert_eq!(arena.used_bytes(), 4);
+    /// // SAFETY: `a` was allocated before the checkpoint, so it is still valid.
+    /// assert_eq!(unsafe { *a }, 1);
+    /// ```
+    pub unsafe fn reset_to(&mut self, checkpoint: Checkpoint) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.as_arena_ref_mut().reset_to(checkpoint) }
     }
 
     #[inline(always)]

@@ -97,14 +97,137 @@ impl<'a> ArenaRef<'a> {
             arena: self,
             checkpoint,
         };
-        let child: *mut ArenaRef<'a> = &mut *restore.arena;
-        // SAFETY: the child is the same arena under a shorter lifetime. Its blocks live until
-        // `restore` runs, which is after `f` has returned or unwound, and the closure's
-        // higher-ranked lifetime keeps them (and the child itself) from escaping `f`. The parent
-        // is only used again through `restore`, after the child is gone.
-        let child: &mut ArenaRef<'_> = unsafe { &mut *child };
+        // SAFETY: the child's blocks live until `restore` runs, which is after `f` has returned
+        // or unwound, and the closure's higher-ranked lifetime keeps them (and the child itself)
+        // from escaping `f`. The parent is only used again through `restore`, after the child
+        // is gone.
+        let child = unsafe { shorten(&mut *restore.arena) };
         f(child)
     }
+}
+
+impl<'a> ArenaRef<'a> {
+    /// Starts a scope that lasts until the returned guard is dropped: the form for scopes that
+    /// do not fit a closure. Allocate through [`ScopeGuard::scope`]; dropping the guard (also
+    /// during unwinding) restores the position exactly as
+    /// [`with_scope`](ArenaRef::with_scope) does.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// let parent = arena.as_arena_ref_mut();
+    /// let kept = parent.alloc(1u8);
+    /// let before = parent.used_bytes();
+    /// {
+    ///     let mut guard = parent.scope_guard();
+    ///     let scope = guard.scope();
+    ///     scope.alloc_slice_fill_copy(100, 0u64);
+    ///     assert!(scope.used_bytes() > before);
+    /// } // restored here
+    /// assert_eq!(parent.used_bytes(), before);
+    /// assert_eq!(*kept, 1);
+    /// ```
+    pub fn scope_guard<'p>(&'p mut self) -> ScopeGuard<'p> {
+        let checkpoint = self.raw().enter_scope();
+        // SAFETY: blocks allocated through the guard borrow the guard, so they are gone before
+        // its drop restores the position.
+        let arena = unsafe { shorten(self) };
+        ScopeGuard { arena, checkpoint }
+    }
+
+    /// The current position, for [`reset_to`](ArenaRef::reset_to).
+    ///
+    /// ```
+    /// let mut arena = arena_pool::Arena::new();
+    /// let arena = arena.as_arena_ref_mut();
+    /// let cp = arena.checkpoint();
+    /// arena.alloc_slice_fill_copy(100, 1u32);
+    /// // SAFETY: `cp` comes from this scope, and nothing allocated after it is used again.
+    /// unsafe { arena.reset_to(cp) };
+    /// assert_eq!(arena.used_bytes(), 0);
+    /// ```
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint(self.raw().checkpoint())
+    }
+
+    /// Returns the position to `checkpoint`, freeing everything allocated after it.
+    ///
+    /// # Safety
+    /// - `checkpoint` was taken from this arena, in the current scope (not in an enclosing
+    ///   scope, and not in a child scope that has ended since),
+    /// - the arena has not been reset or trimmed since it was taken, and no position before it
+    ///   was restored since (a checkpoint is invalidated by going back past it),
+    /// - no block allocated after it (reference, `Vec`, `Box`, …) is used afterwards.
+    pub unsafe fn reset_to(&mut self, checkpoint: Checkpoint) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.raw().restore(checkpoint.0) }
+    }
+}
+
+/// A scope that lasts until the guard is dropped; from [`ArenaRef::scope_guard`] or
+/// [`Arena::scope_guard`](crate::Arena::scope_guard).
+///
+/// The guard hands out the scope through [`scope`](ScopeGuard::scope) and
+/// [`as_arena_ref`](ScopeGuard::as_arena_ref), whose allocations borrow the guard: it cannot be
+/// dropped (restoring the position) while any of them is alive. (It does not implement `Deref`
+/// to `ArenaRef`: allocations through such a deref would outlive the guard.) The parent stays
+/// mutably borrowed while the guard lives, so its collections cannot grow or free meanwhile.
+///
+/// Forgetting the guard (`mem::forget`) is safe: the scope's memory then stays used until the
+/// arena is reset.
+pub struct ScopeGuard<'p> {
+    arena: &'p mut ArenaRef<'p>,
+    checkpoint: RawCheckpoint,
+}
+
+impl<'p> ScopeGuard<'p> {
+    /// The scope, for allocating and for nested scopes.
+    pub fn scope<'g>(&'g mut self) -> &'g mut ArenaRef<'g> {
+        // SAFETY: blocks allocated through the result borrow the guard (see `scope_guard`).
+        unsafe { shorten(self.arena) }
+    }
+
+    /// The scope, shared: allocations through it borrow the guard.
+    pub fn as_arena_ref(&self) -> &ArenaRef<'_> {
+        self.arena
+    }
+}
+
+impl Drop for ScopeGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the checkpoint was taken on entry from this arena, which stayed mutably
+        // borrowed by the guard, so it was not reset or trimmed; every block allocated through
+        // the guard borrowed it and is gone now.
+        unsafe { self.arena.raw().restore(self.checkpoint) }
+    }
+}
+
+impl fmt::Debug for ScopeGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopeGuard")
+            .field("stats", &self.arena.stats())
+            .finish()
+    }
+}
+
+/// A saved arena position, from [`ArenaRef::checkpoint`] or
+/// [`Arena::checkpoint`](crate::Arena::checkpoint), for the `unsafe`
+/// [`reset_to`](ArenaRef::reset_to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoint(RawCheckpoint);
+
+/// The same arena seen with the lifetime of the borrow: how a child scope is made.
+///
+/// # Safety
+/// Blocks allocated through the result must not be used after the caller restores the position
+/// it had when the scope began (the result's lifetime alone does not ensure that for the
+/// closure form, the closure's higher-ranked lifetime does).
+// Clippy sees a cast between types that differ only in a lifetime as unnecessary; it is the point.
+#[allow(clippy::unnecessary_cast)]
+unsafe fn shorten<'s>(arena: &'s mut ArenaRef<'_>) -> &'s mut ArenaRef<'s> {
+    let p = arena as *mut ArenaRef<'_> as *mut ArenaRef<'s>;
+    // SAFETY: same type but for the lifetime parameter, which only shrinks; the caller upholds
+    // the scope rule above.
+    unsafe { &mut *p }
 }
 
 impl fmt::Debug for ArenaRef<'_> {
