@@ -1,0 +1,18 @@
+//! Compile-fail tests: the borrow and thread-safety guarantees of `Arena`, `ArenaRef`, scopes and
+//! scope guards, each next to a neighbouring case that must compile. The `.stderr` snapshots are
+//! for the stable toolchain; regenerate them with `TRYBUILD=overwrite cargo test --test ui`.
+// trybuild cannot run under miri (file-system isolation), and the snapshots are compiler-specific.
+#![cfg(not(miri))]
+
+#[test]
+fn ui() {
+    // Under sanitizer or loom flags the inner build would rebuild everything: the snapshots are
+    // checked by the plain `cargo test` run.
+    if std::env::var_os("RUSTFLAGS").is_some_and(|f| !f.is_empty()) {
+        eprintln!("skipping the trybuild snapshots: RUSTFLAGS is set");
+        return;
+    }
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/fail/*.rs");
+    t.pass("tests/ui/pass/*.rs");
+}
