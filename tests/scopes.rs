@@ -1,0 +1,233 @@
+//! Scopes: `with_scope`, the scope guard and raw checkpoints restore the position exactly, keep
+//! the chunks they took for the parent, and leave the parent's blocks alone.
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use arena_pool::allocator_api2::vec::Vec;
+use arena_pool::{Arena, ArenaRef};
+use common::Counting;
+
+#[test]
+fn issue_example_compiles_and_passes() {
+    let mut arena = Arena::new();
+    let arena = arena.as_arena_ref_mut();
+    let a = arena.alloc(1u32);
+    arena.with_scope(|scope: &mut ArenaRef| {
+        let temporary = scope.alloc(2u32);
+        assert_eq!(*temporary, 2);
+    });
+    assert_eq!(*a, 1);
+}
+
+#[test]
+fn scope_on_a_fresh_arena_keeps_its_chunks_reachable() {
+    // A scope entered before the arena has any chunk: the chunks it takes must stay in the
+    // arena's list (reused by the parent, freed on drop), not be orphaned.
+    let backing = Counting::default();
+    {
+        let mut arena = Arena::new_in(&backing);
+        arena.with_scope(|scope| {
+            scope.alloc_slice_fill_copy(10_000, 1u8);
+        });
+        assert_eq!(arena.used_bytes(), 0);
+        let held = arena.allocated_bytes();
+        assert!(held >= 10_000);
+        let allocs = backing.allocs.get();
+        arena.alloc_slice_fill_copy(10_000, 2u8);
+        assert_eq!(
+            backing.allocs.get(),
+            allocs,
+            "the parent reuses the scope's chunk"
+        );
+        assert_eq!(arena.allocated_bytes(), held);
+    }
+    assert_eq!(backing.live.get(), 0, "every chunk is freed on drop");
+    assert_eq!(backing.allocs.get(), backing.frees.get());
+}
+
+#[test]
+fn a_thousand_scopes_stop_calling_the_backing_allocator() {
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    let keep = arena.alloc(7u64) as *const u64;
+    let rounds = if cfg!(miri) { 60 } else { 1_000 };
+    let mut calls_after_warmup = None;
+    for round in 0..rounds {
+        let before = arena.used_bytes();
+        arena.with_scope(|scope| {
+            let mut v = Vec::new_in(&*scope);
+            for i in 0..(round % 7 + 1) * 50 {
+                v.push(i as u32);
+            }
+            scope.alloc_slice_fill_with(round % 13 * 40, |i| i as u16);
+            assert_eq!(v.len(), (round % 7 + 1) * 50);
+        });
+        assert_eq!(arena.used_bytes(), before);
+        if round == 20 {
+            calls_after_warmup = Some(backing.calls());
+        }
+    }
+    assert_eq!(Some(backing.calls()), calls_after_warmup);
+    // SAFETY: `keep` was allocated before every scope, so no scope rolled it back.
+    assert_eq!(unsafe { *keep }, 7);
+}
+
+#[test]
+fn scope_guard_restores_on_drop() {
+    let mut arena = Arena::new();
+    let parent = arena.as_arena_ref_mut();
+    let kept = parent.alloc_str("parent");
+    let before = parent.used_bytes();
+    let held_before = parent.allocated_bytes();
+    {
+        let mut guard = parent.scope_guard();
+        let scope = guard.scope();
+        scope.alloc_slice_fill_copy(50_000, 0xAAu8);
+        let mut inner = scope.scope_guard();
+        inner.scope().alloc(1u128);
+    }
+    assert_eq!(parent.used_bytes(), before);
+    assert!(
+        parent.allocated_bytes() > held_before,
+        "the scope's chunks are kept"
+    );
+    let held = parent.allocated_bytes();
+    parent.alloc_slice_fill_copy(50_000, 0u8);
+    assert_eq!(parent.allocated_bytes(), held, "and reused by the parent");
+    assert_eq!(kept, "parent");
+}
+
+#[test]
+fn scope_guard_restores_when_unwinding() {
+    let mut arena = Arena::new();
+    arena.alloc(1u8);
+    let before = arena.used_bytes();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut guard = arena.scope_guard();
+        guard.scope().alloc_slice_fill_copy(1000, 3u32);
+        panic!("inside the guarded scope");
+    }));
+    assert!(result.is_err());
+    assert_eq!(arena.used_bytes(), before);
+}
+
+#[test]
+fn with_scope_restores_when_unwinding() {
+    let mut arena = Arena::new();
+    arena.alloc(1u8);
+    let before = arena.used_bytes();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        arena.with_scope(|scope| {
+            scope.alloc_slice_fill_copy(1000, 3u32);
+            scope.with_scope(|inner| {
+                inner.alloc(5u64);
+                panic!("two scopes deep");
+            })
+        })
+    }));
+    assert!(result.is_err());
+    assert_eq!(arena.used_bytes(), before);
+    assert_eq!(*arena.alloc(9u8), 9);
+}
+
+#[test]
+fn forgotten_guard_is_safe_and_only_keeps_memory_used() {
+    let mut arena = Arena::new();
+    let a = arena.alloc(1u32) as *const u32;
+    {
+        let mut guard = arena.scope_guard();
+        guard.scope().alloc(2u32);
+        core::mem::forget(guard);
+    }
+    assert_eq!(arena.used_bytes(), 8);
+    arena.reset();
+    assert_eq!(arena.used_bytes(), 0);
+    let _ = a;
+}
+
+#[test]
+fn checkpoint_reset_to_frees_what_came_after() {
+    let mut arena = Arena::new();
+    let a = arena.alloc(11u32) as *const u32;
+    let cp = arena.checkpoint();
+    let used = arena.used_bytes();
+    for i in 0..100 {
+        arena.alloc_slice_fill_copy(100 + i, i as u8);
+    }
+    assert!(arena.used_bytes() > used + 10_000);
+    let held = arena.allocated_bytes();
+    // SAFETY: `cp` was taken from this arena outside any scope, nothing reset it since, and the
+    // slices allocated after it are not used again.
+    unsafe { arena.reset_to(cp) };
+    assert_eq!(arena.used_bytes(), used);
+    assert_eq!(arena.allocated_bytes(), held, "chunks are kept");
+    // SAFETY: `a` was allocated before the checkpoint.
+    assert_eq!(unsafe { *a }, 11);
+    arena.alloc_slice_fill_copy(5000, 0u8);
+    assert_eq!(arena.allocated_bytes(), held, "and reused");
+}
+
+#[test]
+fn checkpoint_inside_a_scope() {
+    let mut arena = Arena::new();
+    arena.with_scope(|scope| {
+        let x = scope.alloc(1u64) as *const u64;
+        let cp = scope.checkpoint();
+        scope.alloc_slice_fill_copy(3000, 0u8);
+        // SAFETY: `cp` is from this scope and what followed it is not used again.
+        unsafe { scope.reset_to(cp) };
+        assert_eq!(scope.used_bytes(), 8);
+        // SAFETY: allocated before the checkpoint.
+        assert_eq!(unsafe { *x }, 1);
+    });
+    assert_eq!(arena.used_bytes(), 0);
+}
+
+#[test]
+fn a_parent_block_is_never_rolled_back_or_grown_in_place_from_a_child() {
+    use arena_pool::allocator_api2::alloc::{Allocator, Layout};
+    let small = Layout::new::<[u8; 16]>();
+    let big = Layout::new::<[u8; 64]>();
+    let mut arena = Arena::new();
+    let live = arena.alloc([0x5Au8; 32]) as *const [u8; 32];
+    for op in ["deallocate", "grow", "shrink"] {
+        // The parent's last block ends exactly where the child starts: by address it looks like
+        // the child's last block.
+        let block = arena.allocate(small).unwrap().cast::<u8>();
+        let before = arena.used_bytes();
+        arena.with_scope(|scope| {
+            // SAFETY: `block` is a live block of this arena with layout `small`; each operation
+            // gives it up, and it is not used afterwards.
+            unsafe {
+                match op {
+                    "deallocate" => scope.deallocate(block, small),
+                    "grow" => {
+                        let grown = scope.grow(block, small, big).unwrap().cast::<u8>();
+                        assert_ne!(grown, block, "a parent's block must not grow in place");
+                    }
+                    _ => {
+                        let shrunk = scope.shrink(block, small, Layout::new::<[u8; 4]>());
+                        assert_eq!(shrunk.unwrap().cast::<u8>(), block);
+                    }
+                }
+            }
+            if op != "grow" {
+                assert_eq!(
+                    scope.used_bytes(),
+                    before,
+                    "{op}: the position did not move"
+                );
+            }
+            scope.alloc_slice_fill_copy(100, 0x11u8);
+        });
+        assert_eq!(
+            arena.used_bytes(),
+            before,
+            "{op}: the scope restored its entry position"
+        );
+    }
+    // SAFETY: `live` was allocated before every scope and never given up.
+    assert_eq!(unsafe { *live }, [0x5A; 32]);
+}
