@@ -10,8 +10,10 @@ extern crate std;
 mod allocator_impls;
 mod arena;
 mod error;
+mod pool;
 
 pub use allocator_api2;
 pub use allocator_api2::alloc::AllocError;
 pub use arena::{Arena, ArenaRef, ArenaStats, Checkpoint, ScopeGuard};
 pub use error::AllocOrInitError;
+pub use pool::{Pool, PoolStats};

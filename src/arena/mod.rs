@@ -11,7 +11,7 @@ use core::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 
-pub(crate) use bump::RawArena;
+pub(crate) use bump::{RawArena, dangling};
 pub(crate) use chunk::ChunkSource;
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;

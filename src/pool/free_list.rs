@@ -1,0 +1,53 @@
+//! An intrusive LIFO free list: the link to the next free slot is stored in the free slot itself.
+
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+/// The head of a list of free slots. Each free slot's first word holds the next slot's address
+/// (with its provenance), or null at the end.
+pub(crate) struct FreeList {
+    head: Cell<Option<NonNull<u8>>>,
+}
+
+impl FreeList {
+    pub(crate) const fn new() -> FreeList {
+        FreeList {
+            head: Cell::new(None),
+        }
+    }
+
+    /// Takes the most recently freed slot.
+    #[inline(always)]
+    pub(crate) fn pop(&self) -> Option<NonNull<u8>> {
+        let slot = self.head.get()?;
+        // SAFETY: every slot on the list was pushed by `push`, which wrote its link; the slot is
+        // free, aligned for a pointer and at least a pointer long (the pool's slot invariant).
+        let next = unsafe { slot.cast::<Option<NonNull<u8>>>().read() };
+        self.head.set(next);
+        Some(slot)
+    }
+
+    /// Puts a slot back.
+    ///
+    /// # Safety
+    /// `slot` is a slot of the pool, not in use and not already on the list, aligned for a pointer
+    /// and at least a pointer long.
+    #[inline(always)]
+    pub(crate) unsafe fn push(&self, slot: NonNull<u8>) {
+        // SAFETY: the caller gives up the slot, which is big and aligned enough for the link.
+        unsafe { slot.cast::<Option<NonNull<u8>>>().write(self.head.get()) };
+        self.head.set(Some(slot));
+    }
+
+    /// Forgets every slot (they are about to be reused or freed wholesale).
+    pub(crate) fn clear(&self) {
+        self.head.set(None);
+    }
+
+    /// Takes the whole list, leaving it empty (for rebuilding it).
+    pub(crate) fn take(&self) -> FreeList {
+        FreeList {
+            head: Cell::new(self.head.take()),
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! Slabs: the blocks a [`Pool`](crate::Pool) takes from its backing allocator and cuts into
+//! slots, kept in a list in the order they are carved.
+//!
+//! A slab is `[header | debug bitmap | slot 0 | slot 1 | …]`. The bitmap (debug builds only)
+//! has one bit per slot, set while the slot is in use: it catches double frees and foreign
+//! pointers. The list is `[fully carved …, carving, not carved yet …]`.
+
+use core::alloc::Layout;
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+use allocator_api2::alloc::Allocator;
+
+#[repr(C)]
+struct SlabHeader {
+    next: Option<NonNull<SlabHeader>>,
+    /// Bytes of the block.
+    size: usize,
+    /// Alignment of the block.
+    align: usize,
+    /// Slots in the slab.
+    slots: usize,
+    /// Offset of the first slot from the block's start.
+    first: usize,
+}
+
+/// Bytes of a slab's metadata before its slots are aligned: the header and, in debug builds,
+/// the live bitmap.
+fn metadata_size(slots: usize) -> Option<usize> {
+    let bitmap = if cfg!(debug_assertions) {
+        slots.div_ceil(64).checked_mul(8)?
+    } else {
+        0
+    };
+    size_of::<SlabHeader>().checked_add(bitmap)
+}
+
+/// A slab, seen through its header pointer (a copyable handle; the list owns the memory).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Slab(NonNull<SlabHeader>);
+
+impl Slab {
+    /// The block layout of a slab of `slots` slots of `slot` bytes aligned to `align`, or `None`
+    /// when it overflows.
+    pub(crate) fn layout_for(slots: usize, slot: usize, align: usize) -> Option<Layout> {
+        let align = align.max(align_of::<SlabHeader>());
+        let first = metadata_size(slots)?.checked_next_multiple_of(align)?;
+        let size = slots.checked_mul(slot)?.checked_add(first)?;
+        Layout::from_size_align(size, align).ok()
+    }
+
+    /// Writes the header (and clears the bitmap) of a fresh block.
+    ///
+    /// # Safety
+    /// `block` is a fresh, writable block of `layout`, which is `layout_for(slots, slot, _)`.
+    pub(crate) unsafe fn init(
+        block: NonNull<u8>,
+        layout: Layout,
+        slots: usize,
+        slot: usize,
+    ) -> Slab {
+        let first = layout.size() - slots * slot;
+        let header = block.cast::<SlabHeader>();
+        // SAFETY: the block is writable, aligned at least for the header, and its metadata area
+        // (before `first`) holds the header and the bitmap.
+        unsafe {
+            header.write(SlabHeader {
+                next: None,
+                size: layout.size(),
+                align: layout.align(),
+                slots,
+                first,
+            });
+        }
+        let slab = Slab(header);
+        #[cfg(debug_assertions)]
+        slab.clear_bits();
+        slab
+    }
+
+    fn header(self) -> SlabHeaderCopy {
+        // SAFETY: the header was written by `init` and the list still owns the block; the fields
+        // are read by value through the raw pointer.
+        unsafe {
+            let h = self.0.as_ptr();
+            SlabHeaderCopy {
+                size: (*h).size,
+                align: (*h).align,
+                slots: (*h).slots,
+                first: (*h).first,
+            }
+        }
+    }
+
+    fn next(self) -> Option<Slab> {
+        // SAFETY: as in `header`.
+        unsafe { (*self.0.as_ptr()).next.map(Slab) }
+    }
+
+    fn set_next(self, next: Option<Slab>) {
+        // SAFETY: as in `header`; the pool is `!Sync`, so nothing races this write.
+        unsafe { (*self.0.as_ptr()).next = next.map(|s| s.0) }
+    }
+
+    /// The first slot, with the provenance of the whole block.
+    pub(crate) fn first_slot(self) -> NonNull<u8> {
+        // SAFETY: `first` is inside the block (or its end, for a slab of zero-sized...
+        // never: slabs have at least one slot).
+        unsafe { self.0.cast::<u8>().add(self.header().first) }
+    }
+
+    /// One past the last slot.
+    pub(crate) fn slots_end(self, slot: usize) -> NonNull<u8> {
+        // SAFETY: `first + slots * slot` is the block's size.
+        unsafe { self.first_slot().add(self.header().slots * slot) }
+    }
+
+    fn block_layout(self) -> Layout {
+        let h = self.header();
+        // SAFETY: the block was allocated with exactly this size and alignment.
+        unsafe { Layout::from_size_align_unchecked(h.size, h.align) }
+    }
+
+    /// The index of the slot at `p`, if `p` is the start of a slot of this slab.
+    #[cfg(debug_assertions)]
+    fn slot_index(self, p: NonNull<u8>, slot: usize) -> Option<usize> {
+        let start = self.first_slot().addr().get();
+        let offset = p.addr().get().checked_sub(start)?;
+        (offset % slot == 0 && offset / slot < self.header().slots).then_some(offset / slot)
+    }
+
+    #[cfg(debug_assertions)]
+    fn bits(self) -> NonNull<u64> {
+        // SAFETY: the bitmap follows the header inside the block's metadata area; the header is
+        // 8-aligned and a multiple of 8 long.
+        unsafe { self.0.add(1).cast::<u64>() }
+    }
+
+    #[cfg(debug_assertions)]
+    fn clear_bits(self) {
+        let words = self.header().slots.div_ceil(64);
+        // SAFETY: the bitmap has `words` words inside the metadata area.
+        unsafe { self.bits().write_bytes(0, words) };
+    }
+
+    /// Sets or clears the live bit of slot `i`, returning its old value.
+    #[cfg(debug_assertions)]
+    fn swap_bit(self, i: usize, live: bool) -> bool {
+        // SAFETY: `i < slots`, so the word is inside the bitmap.
+        unsafe {
+            let word = self.bits().add(i / 64);
+            let mask = 1u64 << (i % 64);
+            let old = word.read();
+            word.write(if live { old | mask } else { old & !mask });
+            old & mask != 0
+        }
+    }
+}
+
+struct SlabHeaderCopy {
+    size: usize,
+    align: usize,
+    slots: usize,
+    first: usize,
+}
+
+/// A slab's address range and its position in the list, for looking slots up in `trim`.
+pub(crate) struct SlabRange {
+    start: usize,
+    end: usize,
+    pub(crate) index: usize,
+}
+
+/// The pool's slabs, oldest first, with the one being carved.
+pub(crate) struct SlabList {
+    first: Cell<Option<Slab>>,
+    last: Cell<Option<Slab>>,
+    carving: Cell<Option<Slab>>,
+    len: Cell<usize>,
+    slots: Cell<usize>,
+    bytes: Cell<usize>,
+}
+
+impl SlabList {
+    pub(crate) const fn new() -> SlabList {
+        SlabList {
+            first: Cell::new(None),
+            last: Cell::new(None),
+            carving: Cell::new(None),
+            len: Cell::new(0),
+            slots: Cell::new(0),
+            bytes: Cell::new(0),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len.get()
+    }
+
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots.get()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.get()
+    }
+
+    /// The slab being carved.
+    pub(crate) fn carving(&self) -> Option<Slab> {
+        self.carving.get()
+    }
+
+    /// Appends a new slab (not carved yet).
+    pub(crate) fn push(&self, slab: Slab) {
+        match self.last.get() {
+            Some(last) => last.set_next(Some(slab)),
+            None => self.first.set(Some(slab)),
+        }
+        self.last.set(Some(slab));
+        self.len.set(self.len.get() + 1);
+        self.slots.set(self.slots.get() + slab.header().slots);
+        self.bytes.set(self.bytes.get() + slab.header().size);
+    }
+
+    /// Moves carving on to the next slab; `false` when there is none.
+    pub(crate) fn advance(&self) -> bool {
+        let next = match self.carving.get() {
+            Some(s) => s.next(),
+            None => self.first.get(),
+        };
+        if next.is_some() {
+            self.carving.set(next);
+        }
+        next.is_some()
+    }
+
+    /// Every slot becomes free: carving starts again at the first slab.
+    pub(crate) fn restart(&self) {
+        self.carving.set(None);
+        self.advance();
+        #[cfg(debug_assertions)]
+        {
+            let mut s = self.first.get();
+            while let Some(slab) = s {
+                slab.clear_bits();
+                s = slab.next();
+            }
+        }
+    }
+
+    /// Slots carved from each slab, in list order: all of them before the carving slab, those
+    /// before `carve` in it, none after it.
+    pub(crate) fn carved_counts(&self, carve: NonNull<u8>, slot: usize) -> alloc::vec::Vec<usize> {
+        let mut counts = alloc::vec::Vec::with_capacity(self.len());
+        let mut past_carving = false;
+        let mut s = self.first.get();
+        while let Some(slab) = s {
+            let n = if past_carving {
+                0
+            } else if Some(slab) == self.carving.get() {
+                past_carving = true;
+                (carve.addr().get() - slab.first_slot().addr().get()) / slot
+            } else {
+                slab.header().slots
+            };
+            counts.push(n);
+            s = slab.next();
+        }
+        counts
+    }
+
+    /// The slabs' address ranges, sorted by address.
+    pub(crate) fn sorted_ranges(&self, slot: usize) -> alloc::vec::Vec<SlabRange> {
+        let mut ranges = alloc::vec::Vec::with_capacity(self.len());
+        let mut s = self.first.get();
+        while let Some(slab) = s {
+            ranges.push(SlabRange {
+                start: slab.first_slot().addr().get(),
+                end: slab.slots_end(slot).addr().get(),
+                index: ranges.len(),
+            });
+            s = slab.next();
+        }
+        ranges.sort_unstable_by_key(|r| r.start);
+        ranges
+    }
+
+    /// The range holding `p`.
+    pub(crate) fn find(ranges: &[SlabRange], p: NonNull<u8>) -> Option<&SlabRange> {
+        let a = p.addr().get();
+        let i = ranges.partition_point(|r| r.start <= a).checked_sub(1)?;
+        let r = &ranges[i];
+        (a < r.end).then_some(r)
+    }
+
+    /// Releases the slabs for which `keep(index)` is false, except the one being carved.
+    /// Returns whether any was released.
+    ///
+    /// # Safety
+    /// No slot of a released slab is in use or used again; `alloc` is the allocator the slabs
+    /// came from.
+    pub(crate) unsafe fn retain<A: Allocator>(
+        &self,
+        mut keep: impl FnMut(usize) -> bool,
+        alloc: &A,
+    ) -> bool {
+        let mut released = false;
+        let mut prev: Option<Slab> = None;
+        let mut s = self.first.get();
+        let mut index = 0;
+        while let Some(slab) = s {
+            s = slab.next();
+            if keep(index) || Some(slab) == self.carving.get() {
+                prev = Some(slab);
+            } else {
+                match prev {
+                    Some(p) => p.set_next(s),
+                    None => self.first.set(s),
+                }
+                if self.last.get() == Some(slab) {
+                    self.last.set(prev);
+                }
+                // SAFETY: forwarded from the caller.
+                unsafe { self.release(slab, alloc) };
+                released = true;
+            }
+            index += 1;
+        }
+        released
+    }
+
+    /// Releases every slab.
+    ///
+    /// # Safety
+    /// No slot is in use or used again; `alloc` is the allocator the slabs came from.
+    pub(crate) unsafe fn release_all<A: Allocator>(&self, alloc: &A) {
+        let mut s = self.first.take();
+        while let Some(slab) = s {
+            s = slab.next();
+            // SAFETY: forwarded from the caller.
+            unsafe { self.release(slab, alloc) };
+        }
+        self.last.set(None);
+        self.carving.set(None);
+    }
+
+    /// # Safety
+    /// The slab is unlinked (or about to be forgotten), unused, and came from `alloc`.
+    unsafe fn release<A: Allocator>(&self, slab: Slab, alloc: &A) {
+        let h = slab.header();
+        self.len.set(self.len.get() - 1);
+        self.slots.set(self.slots.get() - h.slots);
+        self.bytes.set(self.bytes.get() - h.size);
+        let layout = slab.block_layout();
+        // SAFETY: the block came from `alloc` with this layout and is not used again.
+        unsafe { alloc.deallocate(slab.0.cast(), layout) };
+    }
+
+    /// Debug builds: the slab holding slot `p`, or a panic naming the foreign pointer.
+    #[cfg(debug_assertions)]
+    fn owner(&self, p: NonNull<u8>, slot: usize) -> (Slab, usize) {
+        let mut s = self.first.get();
+        while let Some(slab) = s {
+            if let Some(i) = slab.slot_index(p, slot) {
+                return (slab, i);
+            }
+            s = slab.next();
+        }
+        panic!("arena-pool: Pool::deallocate: {p:p} was not allocated by this pool");
+    }
+
+    /// Debug builds: records that slot `p` is handed out.
+    #[cfg(debug_assertions)]
+    pub(crate) fn mark(&self, p: NonNull<u8>, slot: usize, live: bool) {
+        let (slab, i) = self.owner(p, slot);
+        slab.swap_bit(i, live);
+    }
+
+    /// Debug builds: checks that slot `p` is in use (panicking on a double free or a foreign
+    /// pointer) and records that it is free again.
+    #[cfg(debug_assertions)]
+    pub(crate) fn check_and_unmark(&self, p: NonNull<u8>, slot: usize) {
+        let (slab, i) = self.owner(p, slot);
+        if !slab.swap_bit(i, false) {
+            panic!("arena-pool: Pool::deallocate: double free of {p:p}");
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! [`Pool`]: fixed-size slots with an intrusive free list, carved lazily from slabs.
+
+use core::alloc::Layout;
+use core::cell::Cell;
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use allocator_api2::alloc::{AllocError, Allocator, Global};
+
+use super::free_list::FreeList;
+use super::slab::{Slab, SlabList};
+use crate::arena::dangling;
+
+/// The first slab holds about this many bytes of slots (at least [`MIN_SLAB_SLOTS`] slots).
+const FIRST_SLAB_BYTES: usize = 4096;
+/// Slabs stop doubling at about this many bytes of slots.
+const MAX_SLAB_BYTES: usize = 1 << 20;
+/// The fewest slots a slab has.
+const MIN_SLAB_SLOTS: usize = 8;
+
+/// A pool of fixed-size slots: allocation and deallocation are O(1) pops and pushes on an
+/// intrusive free list, and a freed slot is handed out again by the next allocation.
+///
+/// - A layout that fits the slot (size at most the slot size, alignment at most the slot's) is
+///   served from the pool and reported with the slot size as its length; a zero-sized layout gets
+///   an aligned dangling pointer; any other layout goes to the backing allocator `A`. Routing
+///   depends only on the layout, so `deallocate` always finds the way back.
+/// - Slabs come from `A`, doubling up to about 1 MiB, and are carved lazily: a new slab is not
+///   written until its slots are used.
+/// - `Box<T, &Pool>` is the owning handle; `Vec` and `hashbrown::HashMap` work too.
+/// - Debug builds detect a double free and a pointer that is not the pool's, and panic saying so.
+///
+/// `Pool` is `Send` when `A` is, never `Sync` (its state is in `Cell`s: share it across threads
+/// with `SyncPool`), and not `Clone`: a clone would have to free the original's blocks, so share
+/// it as `&Pool` instead.
+///
+/// ```
+/// use arena_pool::Pool;
+/// use arena_pool::allocator_api2::boxed::Box;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Particle { pos: [f32; 3], vel: [f32; 3] }
+///
+/// let pool = Pool::for_type::<Particle>();
+/// let a = Box::new_in(Particle { pos: [0.0; 3], vel: [1.0; 3] }, &pool);
+/// let addr = &*a as *const Particle;
+/// drop(a); // back on the free list
+/// let b = Box::new_in(Particle { pos: [1.0; 3], vel: [0.0; 3] }, &pool);
+/// assert_eq!(&*b as *const Particle, addr); // the freed slot is reused
+/// assert_eq!(pool.in_use(), 1);
+/// ```
+pub struct Pool<A: Allocator = Global> {
+    layout: Layout,
+    /// Slot stride: the layout's size rounded up to its alignment and to at least a pointer.
+    slot: usize,
+    /// Slot alignment: the layout's, and at least a pointer's.
+    align: usize,
+    free: FreeList,
+    /// Never-used slots of the slab being carved: `[carve, carve_end)`.
+    carve: Cell<NonNull<u8>>,
+    carve_end: Cell<NonNull<u8>>,
+    slabs: SlabList,
+    in_use: Cell<usize>,
+    fallback_blocks: Cell<usize>,
+    next_slab_slots: Cell<usize>,
+    alloc: A,
+}
+
+// SAFETY: the pool exclusively owns its slabs and points only into them; handed-out blocks
+// borrow the pool, so none is alive when it moves. Moving it to another thread moves the slabs,
+// which are freed through `A` there, hence `A: Send`. (Its `Cell`s keep it `!Sync`.)
+unsafe impl<A: Allocator + Send> Send for Pool<A> {}
+
+impl Pool {
+    /// A pool of slots for `layout` on the global allocator. Allocates nothing yet.
+    ///
+    /// ```
+    /// use core::alloc::Layout;
+    /// let pool = arena_pool::Pool::new(Layout::from_size_align(24, 8).unwrap());
+    /// assert_eq!(pool.slot_layout().size(), 24);
+    /// assert_eq!(pool.capacity(), 0);
+    /// ```
+    pub fn new(layout: Layout) -> Pool {
+        Pool::new_in(layout, Global)
+    }
+
+    /// A pool of slots for values of type `T`.
+    pub fn for_type<T>() -> Pool {
+        Pool::new(Layout::new::<T>())
+    }
+
+    /// A pool whose first slab holds at least `capacity` slots.
+    ///
+    /// # Panics
+    /// When the slab size overflows; calls `handle_alloc_error` when the allocator fails.
+    ///
+    /// ```
+    /// let pool = arena_pool::Pool::with_capacity(core::alloc::Layout::new::<u64>(), 1000);
+    /// assert!(pool.capacity() >= 1000);
+    /// ```
+    pub fn with_capacity(layout: Layout, capacity: usize) -> Pool {
+        Pool::with_capacity_in(layout, capacity, Global)
+    }
+}
+
+impl<A: Allocator> Pool<A> {
+    /// A pool of slots for `layout`, taking slabs (and oversized blocks) from `alloc`.
+    pub fn new_in(layout: Layout, alloc: A) -> Pool<A> {
+        let align = layout.align().max(align_of::<usize>());
+        // Rounding a valid layout's size up to its alignment cannot overflow isize::MAX, and
+        // neither can rounding it up to a pointer's size.
+        let slot = layout
+            .size()
+            .max(size_of::<usize>())
+            .next_multiple_of(align);
+        let first_slots = (FIRST_SLAB_BYTES / slot).max(MIN_SLAB_SLOTS);
+        Pool {
+            layout,
+            slot,
+            align,
+            free: FreeList::new(),
+            carve: Cell::new(NonNull::dangling()),
+            carve_end: Cell::new(NonNull::dangling()),
+            slabs: SlabList::new(),
+            in_use: Cell::new(0),
+            fallback_blocks: Cell::new(0),
+            next_slab_slots: Cell::new(first_slots),
+            alloc,
+        }
+    }
+
+    /// Like [`with_capacity`](Pool::with_capacity), on `alloc`.
+    ///
+    /// # Panics
+    /// When the slab size overflows; calls `handle_alloc_error` when `alloc` fails.
+    pub fn with_capacity_in(layout: Layout, capacity: usize, alloc: A) -> Pool<A> {
+        let pool = Pool::new_in(layout, alloc);
+        if capacity > 0 {
+            let slots = capacity.max(MIN_SLAB_SLOTS);
+            match pool.slab_layout(slots) {
+                Some(block) => {
+                    if pool.add_slab(slots).is_err() {
+                        alloc::alloc::handle_alloc_error(block)
+                    }
+                    pool.slabs.advance();
+                    pool.enter_carve_slab();
+                }
+                None => panic!("arena-pool: a pool slab of {capacity} slots overflows"),
+            }
+        }
+        pool
+    }
+
+    /// The layout the pool was made for.
+    pub fn slot_layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The size of each slot: the most a pooled block can hold (what `allocate` reports).
+    pub fn slot_size(&self) -> usize {
+        self.slot
+    }
+
+    /// Slots in all slabs (free, in use, or not carved yet).
+    pub fn capacity(&self) -> usize {
+        self.slabs.slot_count()
+    }
+
+    /// Slots handed out and not freed.
+    pub fn in_use(&self) -> usize {
+        self.in_use.get()
+    }
+
+    /// The backing allocator.
+    pub fn allocator(&self) -> &A {
+        &self.alloc
+    }
+
+    /// Statistics.
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::boxed::Box;
+    /// let pool = arena_pool::Pool::for_type::<[u64; 4]>();
+    /// let boxes: Vec<_> = (0..10).map(|i| Box::new_in([i; 4], &pool)).collect();
+    /// let s = pool.stats();
+    /// assert_eq!((s.in_use, s.slot_size), (10, 32));
+    /// assert!(s.capacity >= 10 && s.slabs == 1);
+    /// drop(boxes);
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// ```
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            slot_size: self.slot,
+            slot_align: self.align,
+            capacity: self.capacity(),
+            in_use: self.in_use.get(),
+            slabs: self.slabs.len(),
+            bytes_held: self.slabs.bytes(),
+            fallback_blocks: self.fallback_blocks.get(),
+        }
+    }
+
+    /// Forgets every slot: all become free, the slabs are kept. Needs `&mut self`, so no block
+    /// of the pool is alive (any `Box`/`Vec` on `&Pool` has ended).
+    pub fn reset(&mut self) {
+        self.free.clear();
+        self.in_use.set(0);
+        self.slabs.restart();
+        self.enter_carve_slab();
+    }
+
+    /// Returns every slab with no slot in use to the backing allocator.
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::boxed::Box;
+    /// let mut pool = arena_pool::Pool::for_type::<u64>();
+    /// let boxes: Vec<_> = (0..10_000).map(|i| Box::new_in(i, &pool)).collect();
+    /// let held = pool.stats().bytes_held;
+    /// drop(boxes);
+    /// pool.trim();
+    /// assert!(pool.stats().bytes_held < held);
+    /// assert_eq!(pool.stats().bytes_held, 0);
+    /// ```
+    pub fn trim(&mut self) {
+        if self.in_use.get() == 0 {
+            self.free.clear();
+            // SAFETY: no slot is in use, and the slabs came from `self.alloc`.
+            unsafe { self.slabs.release_all(&self.alloc) };
+            self.carve.set(NonNull::dangling());
+            self.carve_end.set(NonNull::dangling());
+            return;
+        }
+        // A slab holds a slot in use when it has more carved slots than free ones.
+        let mut live = self.slabs.carved_counts(self.carve.get(), self.slot);
+        let ranges = self.slabs.sorted_ranges(self.slot);
+        let list = self.free.take();
+        while let Some(p) = list.pop() {
+            if let Some(r) = SlabList::find(&ranges, p) {
+                live[r.index] -= 1;
+            }
+            // SAFETY: `p` was on the free list, so it is a free slot of this pool.
+            unsafe { self.free.push(p) };
+        }
+        // SAFETY: a slab is released only when none of its carved slots is in use (and never the
+        // one being carved); its free slots are dropped from the free list right below, before
+        // anything can pop them.
+        if unsafe { self.slabs.retain(|i| live[i] > 0, &self.alloc) } {
+            let ranges = self.slabs.sorted_ranges(self.slot);
+            let list = self.free.take();
+            while let Some(p) = list.pop() {
+                if SlabList::find(&ranges, p).is_some() {
+                    // SAFETY: a free slot of a slab that is still held.
+                    unsafe { self.free.push(p) };
+                }
+            }
+        }
+    }
+
+    // ----- the slot path -----
+
+    /// Whether `layout` is served from a slot (routing depends on the layout only).
+    #[inline(always)]
+    fn pooled(&self, layout: Layout) -> bool {
+        layout.size() != 0 && layout.size() <= self.slot && layout.align() <= self.align
+    }
+
+    #[inline]
+    fn take_slot(&self) -> Result<NonNull<u8>, AllocError> {
+        let p = match self.free.pop() {
+            Some(p) => p,
+            None => {
+                let c = self.carve.get();
+                if self.carve_end.get().addr().get() - c.addr().get() >= self.slot {
+                    // SAFETY: at least one slot's worth of bytes is left in the carve region.
+                    self.carve.set(unsafe { c.add(self.slot) });
+                    c
+                } else {
+                    self.take_slot_slow()?
+                }
+            }
+        };
+        self.in_use.set(self.in_use.get() + 1);
+        #[cfg(debug_assertions)]
+        self.slabs.mark(p, self.slot, true);
+        Ok(p)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_slot_slow(&self) -> Result<NonNull<u8>, AllocError> {
+        if !self.slabs.advance() {
+            let slots = self.next_slab_slots.get();
+            self.add_slab(slots)?;
+            self.slabs.advance();
+            let cap = (MAX_SLAB_BYTES / self.slot).max(MIN_SLAB_SLOTS);
+            self.next_slab_slots
+                .set(slots.saturating_mul(2).min(cap.max(slots)));
+        }
+        self.enter_carve_slab();
+        let c = self.carve.get();
+        // SAFETY: a slab holds at least one slot.
+        self.carve.set(unsafe { c.add(self.slot) });
+        Ok(c)
+    }
+
+    /// Points the carve region at the slab being carved.
+    fn enter_carve_slab(&self) {
+        match self.slabs.carving() {
+            Some(slab) => {
+                self.carve.set(slab.first_slot());
+                self.carve_end.set(slab.slots_end(self.slot));
+            }
+            None => {
+                self.carve.set(NonNull::dangling());
+                self.carve_end.set(NonNull::dangling());
+            }
+        }
+    }
+
+    fn slab_layout(&self, slots: usize) -> Option<Layout> {
+        Slab::layout_for(slots, self.slot, self.align)
+    }
+
+    /// Takes a slab of `slots` slots from the backing allocator and appends it.
+    fn add_slab(&self, slots: usize) -> Result<(), AllocError> {
+        let layout = self.slab_layout(slots).ok_or(AllocError)?;
+        let block = self.alloc.allocate(layout)?;
+        // SAFETY: a fresh block of `layout`, computed by `Slab::layout_for` for these slots.
+        let slab = unsafe { Slab::init(block.cast(), layout, slots, self.slot) };
+        self.slabs.push(slab);
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is a slot of this pool currently in use.
+    #[inline]
+    unsafe fn give_back(&self, p: NonNull<u8>) {
+        #[cfg(debug_assertions)]
+        self.slabs.check_and_unmark(p, self.slot);
+        // SAFETY: the slot is ours, no longer in use, and slots are pointer-sized and -aligned.
+        unsafe { self.free.push(p) };
+        self.in_use.set(self.in_use.get() - 1);
+    }
+
+    // ----- the Allocator rules -----
+
+    #[inline]
+    pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if self.pooled(layout) {
+            let p = self.take_slot()?;
+            Ok(NonNull::slice_from_raw_parts(p, self.slot))
+        } else if layout.size() == 0 {
+            Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
+        } else {
+            let block = self.alloc.allocate(layout)?;
+            self.fallback_blocks.set(self.fallback_blocks.get() + 1);
+            Ok(block)
+        }
+    }
+
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    #[inline]
+    pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+        if self.pooled(layout) {
+            // SAFETY: a pooled layout means `p` came from a slot (routing is by layout).
+            unsafe { self.give_back(p) }
+        } else if layout.size() != 0 {
+            self.fallback_blocks.set(self.fallback_blocks.get() - 1);
+            // SAFETY: a non-pooled, non-empty layout means `p` came from `self.alloc`.
+            unsafe { self.alloc.deallocate(p, layout) }
+        }
+    }
+
+    /// `grow`, `grow_zeroed` and `shrink`: in place within a slot, delegated to `A` when both
+    /// sides are there, moved across otherwise.
+    ///
+    /// # Safety
+    /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
+    pub(crate) unsafe fn reallocate_impl(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let (from_slot, to_slot) = (self.pooled(old), self.pooled(new));
+        if from_slot && to_slot {
+            if zeroed && new.size() > old.size() {
+                // SAFETY: the slot holds `self.slot >= new.size()` bytes.
+                unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
+            }
+            return Ok(NonNull::slice_from_raw_parts(p, self.slot));
+        }
+        if !from_slot && !to_slot && old.size() != 0 && new.size() != 0 {
+            // SAFETY: both layouts route to `self.alloc`, which allocated `p` with `old`.
+            return unsafe {
+                match (new.size() >= old.size(), zeroed) {
+                    (true, false) => self.alloc.grow(p, old, new),
+                    (true, true) => self.alloc.grow_zeroed(p, old, new),
+                    (false, _) => self.alloc.shrink(p, old, new),
+                }
+            };
+        }
+        let q = if zeroed {
+            self.allocate_zeroed_impl(new)?
+        } else {
+            self.allocate_impl(new)?
+        };
+        // SAFETY: `q` is a fresh block, distinct from the live block `p`; both hold at least
+        // `min(old, new)` bytes. `p` is then given back the way it came.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                p.as_ptr(),
+                q.cast::<u8>().as_ptr(),
+                old.size().min(new.size()),
+            );
+            self.deallocate_impl(p, old);
+        }
+        Ok(q)
+    }
+
+    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if self.pooled(layout) {
+            let p = self.take_slot()?;
+            // SAFETY: the slot is ours and `self.slot` bytes long.
+            unsafe { p.write_bytes(0, self.slot) };
+            Ok(NonNull::slice_from_raw_parts(p, self.slot))
+        } else if layout.size() == 0 {
+            Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
+        } else {
+            let block = self.alloc.allocate_zeroed(layout)?;
+            self.fallback_blocks.set(self.fallback_blocks.get() + 1);
+            Ok(block)
+        }
+    }
+}
+
+impl<A: Allocator> Drop for Pool<A> {
+    fn drop(&mut self) {
+        // SAFETY: ownership proves no block is alive; the slabs came from `self.alloc`.
+        unsafe { self.slabs.release_all(&self.alloc) }
+    }
+}
+
+impl<A: Allocator> fmt::Debug for Pool<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// A snapshot of a [`Pool`]'s memory, from [`Pool::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// Bytes per slot (the block length pooled allocations report).
+    pub slot_size: usize,
+    /// Alignment of every slot.
+    pub slot_align: usize,
+    /// Slots in all slabs.
+    pub capacity: usize,
+    /// Slots handed out and not freed.
+    pub in_use: usize,
+    /// Slabs held from the backing allocator.
+    pub slabs: usize,
+    /// Bytes of all slabs, headers included.
+    pub bytes_held: usize,
+    /// Blocks that did not fit a slot, currently allocated from the backing allocator.
+    pub fallback_blocks: usize,
+}
