@@ -8,8 +8,8 @@ use core::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Layout};
 
-use crate::Pool;
 use crate::arena::{Arena, ArenaRef};
+use crate::{Pool, SizeClassPool};
 
 /// Implements `Allocator` for an arena type with private `raw()` and `src()` accessors.
 macro_rules! arena_allocator {
@@ -77,58 +77,66 @@ macro_rules! arena_allocator {
 arena_allocator!([A: Allocator] Arena<A>);
 arena_allocator!(['a] ArenaRef<'a>);
 
-// SAFETY: pooled blocks are distinct free slots of slabs the pool owns (a slot is on the free
-// list or handed out, never both), aligned and at least as long as reported; other blocks come
-// from `A` and go back to it, routed by layout alone, which is constant over every size a caller
-// may pass for a block. Blocks stay valid until deallocated, `reset`, `trim` or drop, which need
-// `&mut`/ownership. Moving the pool does not move its slabs.
-unsafe impl<A: Allocator> Allocator for Pool<A> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_impl(layout)
-    }
+/// Implements `Allocator` for a pool type with inherent `*_impl` methods.
+macro_rules! pool_allocator {
+    ($ty:ident) => {
+        // SAFETY: pooled blocks are distinct free slots of slabs or pages the pool owns (a slot is on a
+        // free list or handed out, never both), aligned and at least as long as reported; other blocks come
+        // from `A` and go back to it, routed by layout alone, which is constant over every size a caller
+        // may pass for a block. Blocks stay valid until deallocated, `reset`, `trim` or drop, which need
+        // `&mut`/ownership. Moving the pool does not move its slabs.
+        unsafe impl<A: Allocator> Allocator for $ty<A> {
+            #[inline]
+            fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+                self.allocate_impl(layout)
+            }
 
-    #[inline]
-    fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_zeroed_impl(layout)
-    }
+            #[inline]
+            fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+                self.allocate_zeroed_impl(layout)
+            }
 
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
-        unsafe { self.deallocate_impl(ptr, layout) }
-    }
+            #[inline]
+            unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+                // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
+                unsafe { self.deallocate_impl(ptr, layout) }
+            }
 
-    #[inline]
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller's `Allocator::grow` contract.
-        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
-    }
+            #[inline]
+            unsafe fn grow(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, AllocError> {
+                // SAFETY: forwarded from the caller's `Allocator::grow` contract.
+                unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+            }
 
-    #[inline]
-    unsafe fn grow_zeroed(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
-        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, true) }
-    }
+            #[inline]
+            unsafe fn grow_zeroed(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, AllocError> {
+                // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
+                unsafe { self.reallocate_impl(ptr, old_layout, new_layout, true) }
+            }
 
-    #[inline]
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
-        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
-    }
+            #[inline]
+            unsafe fn shrink(
+                &self,
+                ptr: NonNull<u8>,
+                old_layout: Layout,
+                new_layout: Layout,
+            ) -> Result<NonNull<[u8]>, AllocError> {
+                // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
+                unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+            }
+        }
+    };
 }
+
+pool_allocator!(Pool);
+pool_allocator!(SizeClassPool);

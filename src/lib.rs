@@ -16,4 +16,4 @@ pub use allocator_api2;
 pub use allocator_api2::alloc::AllocError;
 pub use arena::{Arena, ArenaRef, ArenaStats, Checkpoint, ScopeGuard};
 pub use error::AllocOrInitError;
-pub use pool::{Pool, PoolStats};
+pub use pool::{ClassStats, Pool, PoolStats, SizeClassOptions, SizeClassPool, SizeClassStats};

@@ -2,7 +2,9 @@
 //! reuse every block.
 
 mod free_list;
+mod size_class;
 mod slab;
 mod slot_pool;
 
+pub use size_class::{ClassStats, SizeClassOptions, SizeClassPool, SizeClassStats};
 pub use slot_pool::{Pool, PoolStats};

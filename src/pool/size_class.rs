@@ -1,0 +1,803 @@
+//! [`SizeClassPool`]: mixed sizes with real reuse, in pages aligned to their size.
+//!
+//! Classes: 16-byte steps up to 128 B, then four classes per power of two (160, 192, 224, 256,
+//! 320, …), so a block wastes at most 25% of its class (hashbrown's tables sit just above powers
+//! of two; `Vec`'s doubling sizes are classes exactly). Every class is a multiple of 16, so every
+//! block is 16-aligned. Larger or more-aligned layouts go to the backing allocator.
+//!
+//! A page is a block of `page_size` bytes aligned to `page_size`, starting with a header (class,
+//! live count, per-page free list, carve position, list links): `deallocate` finds it by masking
+//! the block's address. A page with free slots sits in its class's list; a page that empties goes
+//! to a small cache of empty pages (reused by any class), and beyond the cache's limit back to the
+//! backing allocator, so the memory held follows the live set down as well as up.
+
+use core::alloc::Layout;
+use core::cell::Cell;
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use allocator_api2::alloc::{AllocError, Allocator, Global};
+
+use crate::arena::dangling;
+
+/// Every pooled block is aligned to this.
+const CLASS_ALIGN: usize = 16;
+/// Classes of the 16-byte-step range (16 ..= 128).
+const SMALL_CLASSES: usize = 8;
+/// Upper bound on the number of classes (page sizes are capped so that this suffices).
+const MAX_CLASSES: usize = 64;
+/// Largest page size accepted.
+const MAX_PAGE_SIZE: usize = 1 << 20;
+/// Smallest page size accepted.
+const MIN_PAGE_SIZE: usize = 4096;
+
+/// The class of a pooled size (`1 ..`).
+#[inline]
+pub(crate) fn class_of(size: usize) -> usize {
+    debug_assert!(size > 0);
+    if size <= 128 {
+        (size - 1) / 16
+    } else {
+        // 2^p < size <= 2^(p + 1), split in four steps of 2^(p - 2).
+        let p = (size - 1).ilog2() as usize;
+        let step_shift = p - 2;
+        let within = (size - 1 - (1 << p)) >> step_shift;
+        SMALL_CLASSES + (p - 7) * 4 + within
+    }
+}
+
+/// The block size of a class.
+#[inline]
+pub(crate) fn class_size(class: usize) -> usize {
+    if class < SMALL_CLASSES {
+        (class + 1) * 16
+    } else {
+        let q = class - SMALL_CLASSES;
+        let p = 7 + q / 4;
+        (1 << p) + ((q % 4) + 1) * (1 << (p - 2))
+    }
+}
+
+/// Settings of a [`SizeClassPool`].
+///
+/// ```
+/// use arena_pool::{SizeClassOptions, SizeClassPool};
+/// let pool = SizeClassPool::with_options(SizeClassOptions {
+///     largest_pooled: 4096,
+///     page_size: 32 * 1024,
+///     max_empty_pages: 2,
+/// });
+/// assert_eq!(pool.options().largest_pooled, 4096);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeClassOptions {
+    /// Largest size served from a class (rounded up to a class size, and to at most an eighth of
+    /// a page); larger requests go to the backing allocator. Default 8 KiB.
+    pub largest_pooled: usize,
+    /// Bytes per page, a power of two between 4 KiB and 1 MiB (rounded into that range).
+    /// Default 64 KiB.
+    pub page_size: usize,
+    /// Empty pages kept for reuse; pages emptied beyond this go back to the backing allocator.
+    /// Default 4.
+    pub max_empty_pages: usize,
+}
+
+impl Default for SizeClassOptions {
+    fn default() -> SizeClassOptions {
+        SizeClassOptions {
+            largest_pooled: 8 * 1024,
+            page_size: 64 * 1024,
+            max_empty_pages: 4,
+        }
+    }
+}
+
+impl SizeClassOptions {
+    /// The options as the pool applies them: page size a power of two in range, largest pooled
+    /// size a class size fitting at least eight blocks in a page.
+    fn normalized(self) -> SizeClassOptions {
+        let page_size = self
+            .page_size
+            .clamp(MIN_PAGE_SIZE, MAX_PAGE_SIZE)
+            .next_power_of_two();
+        let cap = page_size / 8;
+        let wanted = self.largest_pooled.clamp(CLASS_ALIGN, cap);
+        let mut largest = class_size(class_of(wanted));
+        if largest > cap {
+            largest = class_size(class_of(wanted) - 1);
+        }
+        SizeClassOptions {
+            largest_pooled: largest,
+            page_size,
+            max_empty_pages: self.max_empty_pages,
+        }
+    }
+}
+
+#[repr(C)]
+struct PageHeader {
+    class: usize,
+    /// Block size of the class.
+    block: usize,
+    live: usize,
+    free: Option<NonNull<u8>>,
+    /// Next never-used block; `end` is one past the last block.
+    carve: NonNull<u8>,
+    end: NonNull<u8>,
+    /// Links in the class's list of pages with free blocks, or in the empty-page cache.
+    next: Option<Page>,
+    prev: Option<Page>,
+    in_list: bool,
+    /// Links in the list of every page held.
+    all_next: Option<Page>,
+    all_prev: Option<Page>,
+}
+
+/// Bytes before a page's first block: the header and, in debug builds, one live bit per
+/// 16-byte unit of the page.
+fn page_metadata(page_size: usize) -> usize {
+    let bitmap = if cfg!(debug_assertions) {
+        (page_size / CLASS_ALIGN).div_ceil(64) * 8
+    } else {
+        0
+    };
+    (size_of::<PageHeader>() + bitmap).next_multiple_of(CLASS_ALIGN)
+}
+
+/// A page, seen through its header pointer (a copyable handle; the pool owns the memory).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Page(NonNull<PageHeader>);
+
+/// Reads a header field by value through the raw pointer.
+macro_rules! get {
+    ($page:expr, $field:ident) => {{
+        let page: Page = $page;
+        // SAFETY: `page` is a page the pool holds, whose header was written by `init`; the field
+        // is read by value, without forming a reference.
+        unsafe { (*page.0.as_ptr()).$field }
+    }};
+}
+
+/// Writes a header field through the raw pointer.
+macro_rules! set {
+    ($page:expr, $field:ident, $value:expr) => {{
+        let page: Page = $page;
+        let value = $value;
+        // SAFETY: as in `get!`; the pool is `!Sync`, so nothing races this write.
+        unsafe { (*page.0.as_ptr()).$field = value }
+    }};
+}
+
+impl Page {
+    /// (Re)formats the page for `class`: no block in use, all to be carved.
+    fn init(self, class: usize, page_size: usize) {
+        let block = class_size(class);
+        let first = page_metadata(page_size);
+        let slots = (page_size - first) / block;
+        // SAFETY: `first + slots * block <= page_size`, inside the page's block.
+        let (carve, end) = unsafe {
+            let carve = self.0.cast::<u8>().add(first);
+            (carve, carve.add(slots * block))
+        };
+        set!(self, class, class);
+        set!(self, block, block);
+        set!(self, live, 0);
+        set!(self, free, None);
+        set!(self, carve, carve);
+        set!(self, end, end);
+        #[cfg(debug_assertions)]
+        {
+            let words = (page_size / CLASS_ALIGN).div_ceil(64);
+            // SAFETY: the bitmap follows the header inside the metadata area.
+            unsafe { self.bits().write_bytes(0, words) };
+        }
+    }
+
+    /// The page holding the block at `p`.
+    ///
+    /// # Safety
+    /// `p` is a pooled block of a pool whose pages are `page_size` bytes aligned to `page_size`.
+    unsafe fn of(p: NonNull<u8>, page_size: usize) -> Page {
+        Page(
+            p.map_addr(|a| {
+                // SAFETY (of the unwrap): a page's address is non-zero, and `a` lies in one.
+                core::num::NonZeroUsize::new(a.get() & !(page_size - 1)).unwrap_or(a)
+            })
+            .cast(),
+        )
+    }
+
+    /// Takes a block, or `None` when the page is full.
+    fn pop(self) -> Option<NonNull<u8>> {
+        let p = match get!(self, free) {
+            Some(p) => {
+                // SAFETY: a block on the page's free list holds the link `push` wrote; blocks are
+                // 16-aligned and at least 16 bytes long.
+                set!(self, free, unsafe {
+                    p.cast::<Option<NonNull<u8>>>().read()
+                });
+                p
+            }
+            None => {
+                let c = get!(self, carve);
+                let block = get!(self, block);
+                if get!(self, end).addr().get() - c.addr().get() < block {
+                    return None;
+                }
+                // SAFETY: at least one block is left before `end`.
+                set!(self, carve, unsafe { c.add(block) });
+                c
+            }
+        };
+        set!(self, live, get!(self, live) + 1);
+        Some(p)
+    }
+
+    fn is_full(self) -> bool {
+        get!(self, free).is_none()
+            && get!(self, end).addr().get() - get!(self, carve).addr().get() < get!(self, block)
+    }
+
+    /// # Safety
+    /// `p` is a block of this page in use, given back.
+    unsafe fn push(self, p: NonNull<u8>) {
+        let next = get!(self, free);
+        // SAFETY: the block is free now, 16-aligned and at least 16 bytes long.
+        unsafe { p.cast::<Option<NonNull<u8>>>().write(next) };
+        set!(self, free, Some(p));
+        set!(self, live, get!(self, live) - 1);
+    }
+
+    #[cfg(debug_assertions)]
+    fn bits(self) -> NonNull<u64> {
+        // SAFETY: the bitmap follows the header (8-aligned, a multiple of 8 long).
+        unsafe { self.0.add(1).cast::<u64>() }
+    }
+
+    /// Debug builds: sets the live bit of the block at `p`, returning the old one; panics when
+    /// `p` is not the start of a block of this page.
+    #[cfg(debug_assertions)]
+    fn swap_bit(self, p: NonNull<u8>, live: bool, page_size: usize) -> bool {
+        let first = self.0.addr().get() + page_metadata(page_size);
+        let offset = p.addr().get().wrapping_sub(first);
+        let block = get!(self, block);
+        if offset % block != 0 || p.addr().get() >= get!(self, end).addr().get() {
+            panic!("arena-pool: SizeClassPool::deallocate: {p:p} was not allocated by this pool");
+        }
+        let unit = offset / CLASS_ALIGN;
+        // SAFETY: `unit < page_size / 16`, so the word is inside the bitmap.
+        unsafe {
+            let word = self.bits().add(unit / 64);
+            let mask = 1u64 << (unit % 64);
+            let old = word.read();
+            word.write(if live { old | mask } else { old & !mask });
+            old & mask != 0
+        }
+    }
+}
+
+/// One class's state.
+struct ClassState {
+    /// Pages of this class with a free block, most recently freed into first.
+    available: Cell<Option<Page>>,
+    live: Cell<usize>,
+    pages: Cell<usize>,
+}
+
+impl ClassState {
+    const fn new() -> ClassState {
+        ClassState {
+            available: Cell::new(None),
+            live: Cell::new(0),
+            pages: Cell::new(0),
+        }
+    }
+}
+
+/// A pool for mixed layouts with real reuse: each size class keeps its own free lists in pages,
+/// so a block freed by one `Vec` or `HashMap` is handed to the next request of its class, and
+/// pages that empty go back to the backing allocator (beyond a small cache). Use it for
+/// long-running, high-churn programs, where an arena's memory would only grow.
+///
+/// Pooled blocks (up to [`SizeClassOptions::largest_pooled`], alignment at most 16) report
+/// their class size as their length (hashbrown uses the extra room); larger or more-aligned
+/// layouts go to `A`. Debug builds detect a double free and a pointer that is not the pool's.
+///
+/// `SizeClassPool` is `Send` when `A` is, never `Sync`, and not `Clone` (a clone would have to
+/// free the original's blocks): share it as `&SizeClassPool`.
+///
+/// ```
+/// use arena_pool::SizeClassPool;
+/// use arena_pool::allocator_api2::vec::Vec;
+///
+/// let pool = SizeClassPool::new();
+/// let mut map = hashbrown::HashMap::new_in(&pool);
+/// for round in 0..10u64 {
+///     for i in 0..1000 {
+///         map.insert(i, round);
+///     }
+///     map.clear();
+///     map.shrink_to_fit(); // the table goes back to its class, ready for the next round
+/// }
+/// let v: Vec<u8, _> = Vec::with_capacity_in(100, &pool);
+/// assert!(v.capacity() >= 100);
+/// ```
+pub struct SizeClassPool<A: Allocator = Global> {
+    options: SizeClassOptions,
+    classes: [ClassState; MAX_CLASSES],
+    /// Every page held.
+    all: Cell<Option<Page>>,
+    pages: Cell<usize>,
+    /// Empty pages kept for reuse (linked through `next`).
+    empty: Cell<Option<Page>>,
+    empty_count: Cell<usize>,
+    fallback_blocks: Cell<usize>,
+    alloc: A,
+}
+
+// SAFETY: the pool exclusively owns its pages and points only into them; handed-out blocks
+// borrow it, so none is alive when it moves. The pages are freed through `A` on the thread that
+// ends up owning the pool, hence `A: Send`. (Its `Cell`s keep it `!Sync`.)
+unsafe impl<A: Allocator + Send> Send for SizeClassPool<A> {}
+
+impl SizeClassPool {
+    /// A pool on the global allocator with the default options. Allocates nothing yet.
+    pub fn new() -> SizeClassPool {
+        SizeClassPool::new_in(Global)
+    }
+
+    /// A pool on the global allocator with `options`.
+    pub fn with_options(options: SizeClassOptions) -> SizeClassPool {
+        SizeClassPool::with_options_in(options, Global)
+    }
+}
+
+impl Default for SizeClassPool {
+    fn default() -> SizeClassPool {
+        SizeClassPool::new()
+    }
+}
+
+impl<A: Allocator> SizeClassPool<A> {
+    /// A pool taking its pages (and large blocks) from `alloc`, with the default options.
+    pub fn new_in(alloc: A) -> SizeClassPool<A> {
+        SizeClassPool::with_options_in(SizeClassOptions::default(), alloc)
+    }
+
+    /// A pool taking its pages (and large blocks) from `alloc`, with `options`.
+    pub fn with_options_in(options: SizeClassOptions, alloc: A) -> SizeClassPool<A> {
+        SizeClassPool {
+            options: options.normalized(),
+            classes: [const { ClassState::new() }; MAX_CLASSES],
+            all: Cell::new(None),
+            pages: Cell::new(0),
+            empty: Cell::new(None),
+            empty_count: Cell::new(0),
+            fallback_blocks: Cell::new(0),
+            alloc,
+        }
+    }
+
+    /// The options in force (normalized: see [`SizeClassOptions`]).
+    pub fn options(&self) -> SizeClassOptions {
+        self.options
+    }
+
+    /// The backing allocator.
+    pub fn allocator(&self) -> &A {
+        &self.alloc
+    }
+
+    /// Returns every cached empty page to the backing allocator.
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::vec::Vec;
+    /// let mut pool = arena_pool::SizeClassPool::new();
+    /// {
+    ///     let blocks: Vec<Vec<u8, _>, _> =
+    ///         (0..100).map(|_| Vec::<u8, _>::with_capacity_in(1000, &pool)).collect_in(&pool);
+    ///     assert!(pool.stats().pages > 0);
+    ///     drop(blocks);
+    /// }
+    /// pool.trim();
+    /// assert_eq!(pool.stats().pages, 0);
+    /// # trait CollectIn<T> { fn collect_in<A: arena_pool::allocator_api2::alloc::Allocator>(self, a: A) -> Vec<T, A>; }
+    /// # impl<T, I: Iterator<Item = T>> CollectIn<T> for I {
+    /// #     fn collect_in<A: arena_pool::allocator_api2::alloc::Allocator>(self, a: A) -> Vec<T, A> {
+    /// #         let mut v = Vec::new_in(a); v.extend(self); v
+    /// #     }
+    /// # }
+    /// ```
+    pub fn trim(&mut self) {
+        while let Some(page) = self.empty.get() {
+            self.empty.set(get!(page, next));
+            // SAFETY: a cached page is empty and unlinked from every class list.
+            unsafe { self.release(page) };
+        }
+        self.empty_count.set(0);
+    }
+
+    /// Statistics, with a line per class in use.
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::boxed::Box;
+    /// let pool = arena_pool::SizeClassPool::new();
+    /// let a = Box::new_in([0u8; 100], &pool);
+    /// let s = pool.stats();
+    /// assert_eq!(s.pages, 1);
+    /// let class = s.classes().find(|c| c.live > 0).unwrap();
+    /// assert_eq!((class.block_size, class.live), (112, 1));
+    /// drop(a);
+    /// ```
+    pub fn stats(&self) -> SizeClassStats {
+        let mut classes = [ClassStats::default(); MAX_CLASSES];
+        for (i, (c, out)) in self.classes.iter().zip(classes.iter_mut()).enumerate() {
+            *out = ClassStats {
+                block_size: class_size(i),
+                live: c.live.get(),
+                pages: c.pages.get(),
+            };
+        }
+        SizeClassStats {
+            pages: self.pages.get(),
+            empty_pages: self.empty_count.get(),
+            bytes_held: self.pages.get() * self.options.page_size,
+            fallback_blocks: self.fallback_blocks.get(),
+            class_count: class_of(self.options.largest_pooled) + 1,
+            per_class: classes,
+        }
+    }
+
+    /// The class of `layout`, or `None` when it goes to the backing allocator (or is empty).
+    #[inline(always)]
+    fn class(&self, layout: Layout) -> Option<usize> {
+        (layout.size() != 0
+            && layout.size() <= self.options.largest_pooled
+            && layout.align() <= CLASS_ALIGN)
+            .then(|| class_of(layout.size()))
+    }
+
+    #[inline]
+    fn take(&self, class: usize) -> Result<NonNull<u8>, AllocError> {
+        let state = &self.classes[class];
+        let page = match state.available.get() {
+            Some(page) => page,
+            None => self.new_page(class)?,
+        };
+        let Some(p) = page.pop() else {
+            unreachable!("arena-pool: a page listed as having room is full")
+        };
+        if page.is_full() {
+            self.unlink(page, &state.available);
+        }
+        state.live.set(state.live.get() + 1);
+        #[cfg(debug_assertions)]
+        page.swap_bit(p, true, self.options.page_size);
+        Ok(p)
+    }
+
+    /// Gives `class` a page with room: a cached empty page or a new one.
+    #[cold]
+    fn new_page(&self, class: usize) -> Result<Page, AllocError> {
+        let page = match self.empty.get() {
+            Some(page) => {
+                self.empty.set(get!(page, next));
+                self.empty_count.set(self.empty_count.get() - 1);
+                page
+            }
+            None => {
+                let size = self.options.page_size;
+                // A power of two up to 1 MiB is a valid size and alignment.
+                let layout = Layout::from_size_align(size, size).map_err(|_| AllocError)?;
+                let block = self.alloc.allocate(layout)?;
+                let page = Page(block.cast());
+                set!(page, all_prev, None);
+                set!(page, all_next, self.all.get());
+                if let Some(first) = self.all.get() {
+                    set!(first, all_prev, Some(page));
+                }
+                self.all.set(Some(page));
+                self.pages.set(self.pages.get() + 1);
+                page
+            }
+        };
+        page.init(class, self.options.page_size);
+        set!(page, in_list, false);
+        self.push_front(page, &self.classes[class].available);
+        let state = &self.classes[class];
+        state.pages.set(state.pages.get() + 1);
+        Ok(page)
+    }
+
+    fn push_front(&self, page: Page, list: &Cell<Option<Page>>) {
+        set!(page, prev, None);
+        set!(page, next, list.get());
+        if let Some(first) = list.get() {
+            set!(first, prev, Some(page));
+        }
+        list.set(Some(page));
+        set!(page, in_list, true);
+    }
+
+    fn unlink(&self, page: Page, list: &Cell<Option<Page>>) {
+        let (prev, next) = (get!(page, prev), get!(page, next));
+        match prev {
+            Some(p) => set!(p, next, next),
+            None => list.set(next),
+        }
+        if let Some(n) = next {
+            set!(n, prev, prev);
+        }
+        set!(page, in_list, false);
+    }
+
+    /// # Safety
+    /// `p` is a block of class `class` in use.
+    #[inline]
+    unsafe fn give_back(&self, p: NonNull<u8>, class: usize) {
+        let page_size = self.options.page_size;
+        #[cfg(debug_assertions)]
+        self.check_owned(p, class);
+        // SAFETY: `p` is a pooled block, so it lies in one of our size-aligned pages.
+        let page = unsafe { Page::of(p, page_size) };
+        #[cfg(debug_assertions)]
+        if !page.swap_bit(p, false, page_size) {
+            panic!("arena-pool: SizeClassPool::deallocate: double free of {p:p}");
+        }
+        let state = &self.classes[class];
+        // SAFETY: the block is ours and no longer in use.
+        unsafe { page.push(p) };
+        state.live.set(state.live.get() - 1);
+        if get!(page, live) == 0 {
+            if get!(page, in_list) {
+                self.unlink(page, &state.available);
+            }
+            state.pages.set(state.pages.get() - 1);
+            if self.empty_count.get() < self.options.max_empty_pages {
+                set!(page, next, self.empty.get());
+                self.empty.set(Some(page));
+                self.empty_count.set(self.empty_count.get() + 1);
+            } else {
+                // SAFETY: the page is empty and unlinked from its class list.
+                unsafe { self.release(page) };
+            }
+        } else if !get!(page, in_list) {
+            self.push_front(page, &state.available);
+        }
+    }
+
+    /// Debug builds: panics unless `p` lies in a page this pool holds, of class `class`.
+    #[cfg(debug_assertions)]
+    fn check_owned(&self, p: NonNull<u8>, class: usize) {
+        let base = p.addr().get() & !(self.options.page_size - 1);
+        let mut page = self.all.get();
+        while let Some(pg) = page {
+            if pg.0.addr().get() == base {
+                if get!(pg, class) != class || get!(pg, block) != class_size(class) {
+                    panic!(
+                        "arena-pool: SizeClassPool::deallocate: {p:p} was allocated with another layout"
+                    );
+                }
+                return;
+            }
+            page = get!(pg, all_next);
+        }
+        panic!("arena-pool: SizeClassPool::deallocate: {p:p} was not allocated by this pool");
+    }
+
+    /// Returns a page to the backing allocator.
+    ///
+    /// # Safety
+    /// The page holds no block in use and is in no class list or cache.
+    unsafe fn release(&self, page: Page) {
+        let (prev, next) = (get!(page, all_prev), get!(page, all_next));
+        match prev {
+            Some(p) => set!(p, all_next, next),
+            None => self.all.set(next),
+        }
+        if let Some(n) = next {
+            set!(n, all_prev, prev);
+        }
+        self.pages.set(self.pages.get() - 1);
+        let size = self.options.page_size;
+        // SAFETY: the page came from `self.alloc` with this size and alignment.
+        unsafe {
+            self.alloc
+                .deallocate(page.0.cast(), Layout::from_size_align_unchecked(size, size))
+        };
+    }
+
+    // ----- the Allocator rules -----
+
+    #[inline]
+    pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        match self.class(layout) {
+            Some(class) => Ok(NonNull::slice_from_raw_parts(
+                self.take(class)?,
+                class_size(class),
+            )),
+            None if layout.size() == 0 => {
+                Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
+            }
+            None => {
+                let block = self.alloc.allocate(layout)?;
+                self.fallback_blocks.set(self.fallback_blocks.get() + 1);
+                Ok(block)
+            }
+        }
+    }
+
+    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if self.class(layout).is_none() && layout.size() != 0 {
+            let block = self.alloc.allocate_zeroed(layout)?;
+            self.fallback_blocks.set(self.fallback_blocks.get() + 1);
+            return Ok(block);
+        }
+        let block = self.allocate_impl(layout)?;
+        // SAFETY: a fresh block of `block.len()` writable bytes.
+        unsafe { block.cast::<u8>().write_bytes(0, block.len()) };
+        Ok(block)
+    }
+
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    #[inline]
+    pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+        match self.class(layout) {
+            // SAFETY: routing is by layout, so a pooled layout means a pooled block.
+            Some(class) => unsafe { self.give_back(p, class) },
+            None if layout.size() == 0 => {}
+            None => {
+                self.fallback_blocks.set(self.fallback_blocks.get() - 1);
+                // SAFETY: a non-pooled, non-empty layout means `p` came from `self.alloc`.
+                unsafe { self.alloc.deallocate(p, layout) }
+            }
+        }
+    }
+
+    /// `grow`, `grow_zeroed` and `shrink`: in place within a class, delegated to `A` when both
+    /// sides are there, moved otherwise.
+    ///
+    /// # Safety
+    /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
+    pub(crate) unsafe fn reallocate_impl(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let (from, to) = (self.class(old), self.class(new));
+        if let (Some(a), Some(b)) = (from, to) {
+            if a == b {
+                if zeroed && new.size() > old.size() {
+                    // SAFETY: the block holds `class_size(a) >= new.size()` bytes.
+                    unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
+                }
+                return Ok(NonNull::slice_from_raw_parts(p, class_size(a)));
+            }
+        }
+        if from.is_none() && to.is_none() && old.size() != 0 && new.size() != 0 {
+            // SAFETY: both layouts route to `self.alloc`, which allocated `p` with `old`.
+            return unsafe {
+                match (new.size() >= old.size(), zeroed) {
+                    (true, false) => self.alloc.grow(p, old, new),
+                    (true, true) => self.alloc.grow_zeroed(p, old, new),
+                    (false, _) => self.alloc.shrink(p, old, new),
+                }
+            };
+        }
+        let q = if zeroed {
+            self.allocate_zeroed_impl(new)?
+        } else {
+            self.allocate_impl(new)?
+        };
+        // SAFETY: `q` is a fresh block, distinct from the live block `p`; both hold at least
+        // `min(old, new)` bytes. `p` is then given back the way it came.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                p.as_ptr(),
+                q.cast::<u8>().as_ptr(),
+                old.size().min(new.size()),
+            );
+            self.deallocate_impl(p, old);
+        }
+        Ok(q)
+    }
+}
+
+impl<A: Allocator> Drop for SizeClassPool<A> {
+    fn drop(&mut self) {
+        while let Some(page) = self.all.get() {
+            // SAFETY: ownership proves no block is in use; lists are not used again.
+            unsafe { self.release(page) };
+        }
+    }
+}
+
+impl<A: Allocator> fmt::Debug for SizeClassPool<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SizeClassPool")
+            .field("options", &self.options)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// One class's line in [`SizeClassStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClassStats {
+    /// Bytes per block of the class.
+    pub block_size: usize,
+    /// Blocks in use.
+    pub live: usize,
+    /// Pages formatted for the class (not counting cached empty pages).
+    pub pages: usize,
+}
+
+/// A snapshot of a [`SizeClassPool`]'s memory, from [`SizeClassPool::stats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeClassStats {
+    /// Pages held (in use or cached empty).
+    pub pages: usize,
+    /// Empty pages cached for reuse.
+    pub empty_pages: usize,
+    /// Bytes of all pages held.
+    pub bytes_held: usize,
+    /// Blocks currently allocated from the backing allocator (too large or too aligned).
+    pub fallback_blocks: usize,
+    class_count: usize,
+    per_class: [ClassStats; MAX_CLASSES],
+}
+
+impl SizeClassStats {
+    /// Every class, smallest first.
+    pub fn classes(&self) -> impl Iterator<Item = ClassStats> + '_ {
+        self.per_class[..self.class_count].iter().copied()
+    }
+
+    /// Blocks in use across all classes.
+    pub fn live_blocks(&self) -> usize {
+        self.classes().map(|c| c.live).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_monotone_16_aligned_and_waste_little() {
+        let mut last = 0;
+        for size in 1..=(1 << 20) {
+            let c = class_of(size);
+            let block = class_size(c);
+            assert!(block >= size, "size {size} in class {c} of {block}");
+            assert_eq!(block % 16, 0);
+            assert!(c >= last);
+            last = c;
+            assert_eq!(class_of(block), c, "a class's own size maps back to it");
+            if size > 16 {
+                assert!(
+                    (block - size) * 4 <= block,
+                    "size {size} wastes too much in {block}"
+                );
+            }
+        }
+        assert!(class_of(MAX_PAGE_SIZE / 8) < MAX_CLASSES);
+    }
+
+    #[test]
+    fn options_are_normalized_to_class_sizes() {
+        let o = SizeClassOptions {
+            largest_pooled: 1000,
+            page_size: 60_000,
+            max_empty_pages: 1,
+        }
+        .normalized();
+        assert_eq!(o.page_size, 65536);
+        assert_eq!(o.largest_pooled, 1024);
+        assert_eq!(class_size(class_of(o.largest_pooled)), o.largest_pooled);
+    }
+}
