@@ -778,7 +778,9 @@ mod tests {
             assert!(c >= last);
             last = c;
             assert_eq!(class_of(block), c, "a class's own size maps back to it");
-            if size > 16 {
+            if size <= 128 {
+                assert!(block - size < 16, "size {size} wastes too much in {block}");
+            } else {
                 assert!(
                     (block - size) * 4 <= block,
                     "size {size} wastes too much in {block}"
