@@ -1,6 +1,7 @@
 //! Pools: [`Pool`] (one slot size) and [`SizeClassPool`] (mixed sizes), allocators that free and
 //! reuse every block.
 
+mod address_map;
 mod free_list;
 mod size_class;
 mod slab;

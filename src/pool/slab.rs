@@ -40,11 +40,34 @@ fn metadata_size(slots: usize) -> Option<usize> {
 pub(crate) struct Slab(NonNull<SlabHeader>);
 
 impl Slab {
+    /// The slab whose block starts at `base` (a pointer the pool registered for it).
+    pub(crate) fn from_base(base: NonNull<u8>) -> Slab {
+        Slab(base.cast())
+    }
+
+    /// The start of the slab's block, with its provenance.
+    pub(crate) fn base(self) -> NonNull<u8> {
+        self.0.cast()
+    }
+
+    /// Bytes of the block.
+    pub(crate) fn size(self) -> usize {
+        self.header().size
+    }
+}
+
+impl Slab {
     /// The block layout of a slab of `slots` slots of `slot` bytes aligned to `align`, or `None`
     /// when it overflows.
-    pub(crate) fn layout_for(slots: usize, slot: usize, align: usize) -> Option<Layout> {
-        let align = align.max(align_of::<SlabHeader>());
+    pub(crate) fn layout_for(
+        slots: usize,
+        slot: usize,
+        align: usize,
+        granule: usize,
+    ) -> Option<Layout> {
         let first = metadata_size(slots)?.checked_next_multiple_of(align)?;
+        // Aligned to the address map's granule, so no granule is shared by two slabs.
+        let align = align.max(align_of::<SlabHeader>()).max(granule);
         let size = slots.checked_mul(slot)?.checked_add(first)?;
         Layout::from_size_align(size, align).ok()
     }
@@ -123,7 +146,7 @@ impl Slab {
 
     /// The index of the slot at `p`, if `p` is the start of a slot of this slab.
     #[cfg(debug_assertions)]
-    fn slot_index(self, p: NonNull<u8>, slot: usize) -> Option<usize> {
+    pub(crate) fn slot_index(self, p: NonNull<u8>, slot: usize) -> Option<usize> {
         let start = self.first_slot().addr().get();
         let offset = p.addr().get().checked_sub(start)?;
         (offset % slot == 0 && offset / slot < self.header().slots).then_some(offset / slot)
@@ -145,7 +168,7 @@ impl Slab {
 
     /// Sets or clears the live bit of slot `i`, returning its old value.
     #[cfg(debug_assertions)]
-    fn swap_bit(self, i: usize, live: bool) -> bool {
+    pub(crate) fn swap_bit(self, i: usize, live: bool) -> bool {
         // SAFETY: `i < slots`, so the word is inside the bitmap.
         unsafe {
             let word = self.bits().add(i / 64);
@@ -302,6 +325,7 @@ impl SlabList {
     pub(crate) unsafe fn retain<A: Allocator>(
         &self,
         mut keep: impl FnMut(usize) -> bool,
+        mut forget: impl FnMut(Slab),
         alloc: &A,
     ) -> bool {
         let mut released = false;
@@ -320,6 +344,7 @@ impl SlabList {
                 if self.last.get() == Some(slab) {
                     self.last.set(prev);
                 }
+                forget(slab);
                 // SAFETY: forwarded from the caller.
                 unsafe { self.release(slab, alloc) };
                 released = true;
@@ -333,10 +358,11 @@ impl SlabList {
     ///
     /// # Safety
     /// No slot is in use or used again; `alloc` is the allocator the slabs came from.
-    pub(crate) unsafe fn release_all<A: Allocator>(&self, alloc: &A) {
+    pub(crate) unsafe fn release_all<A: Allocator>(&self, mut forget: impl FnMut(Slab), alloc: &A) {
         let mut s = self.first.take();
         while let Some(slab) = s {
             s = slab.next();
+            forget(slab);
             // SAFETY: forwarded from the caller.
             unsafe { self.release(slab, alloc) };
         }
@@ -354,35 +380,5 @@ impl SlabList {
         let layout = slab.block_layout();
         // SAFETY: the block came from `alloc` with this layout and is not used again.
         unsafe { alloc.deallocate(slab.0.cast(), layout) };
-    }
-
-    /// Debug builds: the slab holding slot `p`, or a panic naming the foreign pointer.
-    #[cfg(debug_assertions)]
-    fn owner(&self, p: NonNull<u8>, slot: usize) -> (Slab, usize) {
-        let mut s = self.first.get();
-        while let Some(slab) = s {
-            if let Some(i) = slab.slot_index(p, slot) {
-                return (slab, i);
-            }
-            s = slab.next();
-        }
-        panic!("arena-pool: Pool::deallocate: {p:p} was not allocated by this pool");
-    }
-
-    /// Debug builds: records that slot `p` is handed out.
-    #[cfg(debug_assertions)]
-    pub(crate) fn mark(&self, p: NonNull<u8>, slot: usize, live: bool) {
-        let (slab, i) = self.owner(p, slot);
-        slab.swap_bit(i, live);
-    }
-
-    /// Debug builds: checks that slot `p` is in use (panicking on a double free or a foreign
-    /// pointer) and records that it is free again.
-    #[cfg(debug_assertions)]
-    pub(crate) fn check_and_unmark(&self, p: NonNull<u8>, slot: usize) {
-        let (slab, i) = self.owner(p, slot);
-        if !slab.swap_bit(i, false) {
-            panic!("arena-pool: Pool::deallocate: double free of {p:p}");
-        }
     }
 }

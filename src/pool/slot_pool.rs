@@ -7,6 +7,7 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
+use super::address_map::AddressMap;
 use super::free_list::FreeList;
 use super::slab::{Slab, SlabList};
 use crate::arena::dangling;
@@ -17,6 +18,8 @@ const FIRST_SLAB_BYTES: usize = 4096;
 const MAX_SLAB_BYTES: usize = 1 << 20;
 /// The fewest slots a slab has.
 const MIN_SLAB_SLOTS: usize = 8;
+/// Slabs are aligned to this and registered in the address map in granules of this size.
+const GRANULE_SHIFT: u32 = 12;
 
 /// A pool of fixed-size slots: allocation and deallocation are O(1) pops and pushes on an
 /// intrusive free list, and a freed slot is handed out again by the next allocation.
@@ -60,6 +63,8 @@ pub struct Pool<A: Allocator = Global> {
     carve: Cell<NonNull<u8>>,
     carve_end: Cell<NonNull<u8>>,
     slabs: SlabList,
+    /// From a block's address to its slab (with the slab's provenance).
+    map: AddressMap,
     in_use: Cell<usize>,
     fallback_blocks: Cell<usize>,
     next_slab_slots: Cell<usize>,
@@ -122,6 +127,7 @@ impl<A: Allocator> Pool<A> {
             carve: Cell::new(NonNull::dangling()),
             carve_end: Cell::new(NonNull::dangling()),
             slabs: SlabList::new(),
+            map: AddressMap::new(GRANULE_SHIFT),
             in_use: Cell::new(0),
             fallback_blocks: Cell::new(0),
             next_slab_slots: Cell::new(first_slots),
@@ -214,7 +220,7 @@ impl<A: Allocator> Pool<A> {
     /// ```
     /// use arena_pool::allocator_api2::boxed::Box;
     /// let mut pool = arena_pool::Pool::for_type::<u64>();
-    /// let boxes: Vec<_> = (0..10_000).map(|i| Box::new_in(i, &pool)).collect();
+    /// let boxes: Vec<_> = (0..1000).map(|i| Box::new_in(i, &pool)).collect();
     /// let held = pool.stats().bytes_held;
     /// drop(boxes);
     /// pool.trim();
@@ -225,7 +231,10 @@ impl<A: Allocator> Pool<A> {
         if self.in_use.get() == 0 {
             self.free.clear();
             // SAFETY: no slot is in use, and the slabs came from `self.alloc`.
-            unsafe { self.slabs.release_all(&self.alloc) };
+            unsafe {
+                self.slabs
+                    .release_all(|slab| self.unregister(slab), &self.alloc)
+            };
             self.carve.set(NonNull::dangling());
             self.carve_end.set(NonNull::dangling());
             return;
@@ -244,7 +253,10 @@ impl<A: Allocator> Pool<A> {
         // SAFETY: a slab is released only when none of its carved slots is in use (and never the
         // one being carved); its free slots are dropped from the free list right below, before
         // anything can pop them.
-        if unsafe { self.slabs.retain(|i| live[i] > 0, &self.alloc) } {
+        if unsafe {
+            self.slabs
+                .retain(|i| live[i] > 0, |slab| self.unregister(slab), &self.alloc)
+        } {
             let ranges = self.slabs.sorted_ranges(self.slot);
             let list = self.free.take();
             while let Some(p) = list.pop() {
@@ -281,7 +293,10 @@ impl<A: Allocator> Pool<A> {
         };
         self.in_use.set(self.in_use.get() + 1);
         #[cfg(debug_assertions)]
-        self.slabs.mark(p, self.slot, true);
+        {
+            let (slab, i) = self.owner(p);
+            slab.swap_bit(i, true);
+        }
         Ok(p)
     }
 
@@ -318,7 +333,29 @@ impl<A: Allocator> Pool<A> {
     }
 
     fn slab_layout(&self, slots: usize) -> Option<Layout> {
-        Slab::layout_for(slots, self.slot, self.align)
+        Slab::layout_for(slots, self.slot, self.align, self.map.granule())
+    }
+
+    fn granules(&self, slab: Slab) -> usize {
+        slab.size().div_ceil(self.map.granule())
+    }
+
+    /// Removes a slab from the address map (before it is released).
+    fn unregister(&self, slab: Slab) {
+        self.map.remove(slab.base(), self.granules(slab));
+    }
+
+    /// Debug builds: the slab holding slot `p` and the slot's index, or a panic naming the
+    /// foreign pointer.
+    #[cfg(debug_assertions)]
+    fn owner(&self, p: NonNull<u8>) -> (Slab, usize) {
+        if let Some(base) = self.map.get(p.addr().get()) {
+            let slab = Slab::from_base(base);
+            if let Some(i) = slab.slot_index(p, self.slot) {
+                return (slab, i);
+            }
+        }
+        panic!("arena-pool: Pool::deallocate: {p:p} was not allocated by this pool");
     }
 
     /// Takes a slab of `slots` slots from the backing allocator and appends it.
@@ -327,6 +364,14 @@ impl<A: Allocator> Pool<A> {
         let block = self.alloc.allocate(layout)?;
         // SAFETY: a fresh block of `layout`, computed by `Slab::layout_for` for these slots.
         let slab = unsafe { Slab::init(block.cast(), layout, slots, self.slot) };
+        if let Err(e) = self
+            .map
+            .insert(slab.base(), self.granules(slab), &self.alloc)
+        {
+            // SAFETY: the block is ours, fresh, and not registered anywhere.
+            unsafe { self.alloc.deallocate(block.cast(), layout) };
+            return Err(e);
+        }
         self.slabs.push(slab);
         Ok(())
     }
@@ -336,9 +381,20 @@ impl<A: Allocator> Pool<A> {
     #[inline]
     unsafe fn give_back(&self, p: NonNull<u8>) {
         #[cfg(debug_assertions)]
-        self.slabs.check_and_unmark(p, self.slot);
-        // SAFETY: the slot is ours, no longer in use, and slots are pointer-sized and -aligned.
-        unsafe { self.free.push(p) };
+        {
+            let (slab, i) = self.owner(p);
+            if !slab.swap_bit(i, false) {
+                panic!("arena-pool: Pool::deallocate: double free of {p:p}");
+            }
+        }
+        // The caller's pointer may carry a narrower provenance than the slot (a `Box<u32>` in a
+        // slot of 8 bytes): re-derive it from the slab's own pointer.
+        let Some(base) = self.map.get(p.addr().get()) else {
+            return; // not ours: only a broken contract gets here, and nothing is touched
+        };
+        // SAFETY: the slot is ours (in the slab registered for its address), no longer in use,
+        // and slots are pointer-sized and -aligned.
+        unsafe { self.free.push(base.with_addr(p.addr())) };
         self.in_use.set(self.in_use.get() - 1);
     }
 
@@ -438,8 +494,12 @@ impl<A: Allocator> Pool<A> {
 
 impl<A: Allocator> Drop for Pool<A> {
     fn drop(&mut self) {
-        // SAFETY: ownership proves no block is alive; the slabs came from `self.alloc`.
-        unsafe { self.slabs.release_all(&self.alloc) }
+        // SAFETY: ownership proves no block is alive; the slabs and the map's table came from
+        // `self.alloc`.
+        unsafe {
+            self.slabs.release_all(|_| {}, &self.alloc);
+            self.map.release(&self.alloc);
+        }
     }
 }
 
