@@ -85,7 +85,8 @@ impl RawArena {
     /// Bumps `layout` in the current chunk: the one branch of the fast path.
     ///
     /// `pad + size` cannot overflow: `Layout` keeps `size <= isize::MAX - (align - 1)` and
-    /// `pad < align`. The sentinel has `ptr == end`, so it fails unless the layout is empty.
+    /// `pad < align`. The sentinel has `ptr == end`, so it fails unless the layout is empty. An
+    /// empty layout gets an aligned pointer and leaves the position alone.
     #[inline(always)]
     pub(crate) fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
         let ptr = self.ptr.get();
@@ -94,11 +95,12 @@ impl RawArena {
         if pad + layout.size() <= room {
             // SAFETY: `pad + size <= end - ptr`, so both offsets stay inside the current chunk's
             // usable bytes (or are zero on the sentinel).
-            let (start, new_ptr) = unsafe {
+            let (start, end) = unsafe {
                 let start = ptr.add(pad);
                 (start, start.add(layout.size()))
             };
-            self.ptr.set(new_ptr);
+            // An empty block takes no room, not even its padding (a select, not a branch).
+            self.ptr.set(if layout.size() == 0 { ptr } else { end });
             Some(start)
         } else {
             None
@@ -114,19 +116,20 @@ impl RawArena {
     ) -> Result<NonNull<u8>, Failure> {
         match self.bump(layout) {
             Some(p) => Ok(p),
-            None => self.alloc_slow(layout, src),
+            None => self.alloc_slow(layout, false, src),
         }
     }
 
     // ----- the cold path -----
 
-    /// Finds room for `layout` in a spare chunk or a new one and bumps it there. Changes nothing
-    /// when it fails.
+    /// Finds room for `layout` in a spare chunk or a new one and bumps it there; `slack` asks a
+    /// new chunk for room to keep growing the block. Changes nothing when it fails.
     #[cold]
     #[inline(never)]
     pub(crate) fn alloc_slow(
         &self,
         layout: Layout,
+        slack: bool,
         src: &dyn ChunkSource,
     ) -> Result<NonNull<u8>, Failure> {
         if layout.size() == 0 {
@@ -148,7 +151,7 @@ impl RawArena {
             }
             spare = c.next();
         }
-        let c = self.take_chunk(layout, src)?;
+        let c = self.take_chunk(layout, slack, src)?;
         if let Some(cur) = current {
             cur.insert_after(c);
         }
@@ -157,9 +160,14 @@ impl RawArena {
 
     /// Takes a new chunk for `layout` from the backing allocator, honouring the limit. The chunk
     /// is not linked yet.
-    fn take_chunk(&self, layout: Layout, src: &dyn ChunkSource) -> Result<Chunk, Failure> {
-        let (mut size, nominal) =
-            chunk_size_for(layout, self.growth.get()).ok_or(Failure::CapacityOverflow)?;
+    fn take_chunk(
+        &self,
+        layout: Layout,
+        slack: bool,
+        src: &dyn ChunkSource,
+    ) -> Result<Chunk, Failure> {
+        let (mut size, mut nominal) =
+            chunk_size_for(layout, self.growth.get(), slack).ok_or(Failure::CapacityOverflow)?;
         if let Some(limit) = self.limit.get() {
             let left = limit.saturating_sub(self.held.get());
             if size > left {
@@ -169,6 +177,8 @@ impl RawArena {
                     return Err(Failure::LimitReached { limit });
                 }
                 size = left & !(CHUNK_ALIGN - 1);
+                // Growth counts what was taken, not what was wanted.
+                nominal = nominal.min(size);
             }
         }
         self.take_block(size, nominal, src)
@@ -402,7 +412,7 @@ impl RawArena {
             unsafe { ptr::copy(start.as_ptr(), q.as_ptr(), keep) };
             return Ok(q);
         }
-        match self.alloc_slow(new, src) {
+        match self.alloc_slow(new, keep < new.size(), src) {
             Ok(q) => {
                 // SAFETY: `q` is in another chunk, so the ranges cannot overlap; the old block's
                 // bytes are untouched (only its bookkeeping was released).

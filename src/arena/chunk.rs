@@ -196,22 +196,51 @@ impl Chunk {
     }
 }
 
+/// A chunk larger than both this many times the regular chunk and [`OUTSIZED_MIN`] is
+/// "outsized": it does not raise the growth state (one huge request must not make every later
+/// chunk huge), and a fresh outsized request gets a chunk of exactly its size.
+const OUTSIZED_FACTOR: usize = 4;
+/// Chunks up to this size always count for growth: a stream of mid-sized requests must grow the
+/// chunks geometrically, not cost a backing call each.
+const OUTSIZED_MIN: usize = 64 * 1024;
+
 /// The block size to request for a chunk that must hold `layout`.
 ///
-/// `growth` is the sum of the nominal sizes of the regular chunks taken so far. A regular chunk's
-/// nominal size is a power of two at least that sum (so a reset loop converges to one chunk),
-/// capped at [`MAX_CHUNK_SIZE`]. A request that does not fit a regular chunk gets a chunk of its
-/// own size and leaves the growth state alone. Returns `(block size, nominal size to add to the
-/// growth state)`, or `None` when the sizes overflow.
-pub(crate) fn chunk_size_for(layout: Layout, growth: usize) -> Option<(usize, usize)> {
+/// `growth` is the sum of the nominal sizes of the chunks taken so far that count for growth. A
+/// regular chunk's nominal size is a power of two at least that sum (so a reset loop converges
+/// to one chunk), capped at [`MAX_CHUNK_SIZE`]. A request that does not fit the regular chunk
+/// gets a power-of-two chunk (of twice its size when `slack` is set, for a block that is growing,
+/// so it can keep growing in place), which counts for growth unless it is outsized; a fresh
+/// outsized request gets a chunk of exactly its size. Returns `(block size, nominal size to add
+/// to the growth state)`, or `None` when the sizes overflow.
+pub(crate) fn chunk_size_for(layout: Layout, growth: usize, slack: bool) -> Option<(usize, usize)> {
     let own = min_chunk_size(layout)?;
     let nominal = regular_nominal(growth);
     let regular = nominal - MALLOC_OVERHEAD;
     if own <= regular {
-        Some((regular, nominal))
-    } else {
-        Some((own, 0))
+        return Some((regular, nominal));
     }
+    let wanted = if slack { own.saturating_mul(2) } else { own };
+    let rounded = match wanted
+        .checked_add(MALLOC_OVERHEAD)
+        .and_then(usize::checked_next_power_of_two)
+    {
+        Some(pow) if pow <= MAX_CHUNK_SIZE => pow - MALLOC_OVERHEAD,
+        _ => wanted.checked_next_multiple_of(4096).unwrap_or(own),
+    };
+    let rounded = if Layout::from_size_align(rounded, CHUNK_ALIGN).is_ok() {
+        rounded
+    } else {
+        own
+    };
+    let limit = nominal.saturating_mul(OUTSIZED_FACTOR).max(OUTSIZED_MIN);
+    Some(if rounded + MALLOC_OVERHEAD <= limit {
+        (rounded, rounded + MALLOC_OVERHEAD)
+    } else if slack {
+        (rounded, 0)
+    } else {
+        (own, 0)
+    })
 }
 
 /// The smallest block size whose chunk holds `layout` wherever the block lands; `None` when it
@@ -256,7 +285,7 @@ mod tests {
         let mut growth = 0;
         let mut sum = 0;
         for _ in 0..10 {
-            let (size, nominal) = chunk_size_for(Layout::new::<u64>(), growth).unwrap();
+            let (size, nominal) = chunk_size_for(Layout::new::<u64>(), growth, false).unwrap();
             assert!(nominal >= sum, "nominal {nominal} < sum of previous {sum}");
             assert_eq!(size + MALLOC_OVERHEAD, nominal);
             sum += nominal;
@@ -266,18 +295,31 @@ mod tests {
 
     #[test]
     fn growth_is_capped_and_oversized_requests_do_not_raise_it() {
-        let (_, nominal) = chunk_size_for(Layout::new::<u8>(), usize::MAX / 2).unwrap();
+        let (_, nominal) = chunk_size_for(Layout::new::<u8>(), usize::MAX / 2, false).unwrap();
         assert_eq!(nominal, MAX_CHUNK_SIZE);
         let big = Layout::from_size_align(MAX_CHUNK_SIZE * 2, 8).unwrap();
-        let (size, nominal) = chunk_size_for(big, 0).unwrap();
+        let (size, nominal) = chunk_size_for(big, 0, false).unwrap();
         assert_eq!(nominal, 0);
         assert!(size >= MAX_CHUNK_SIZE * 2 + HEADER_SIZE);
+        // A request far above the regular chunk does not count for growth either.
+        let (size, nominal) = chunk_size_for(Layout::new::<[u8; 65536]>(), 0, false).unwrap();
+        assert_eq!(nominal, 0);
+        assert!(size >= 65536 + HEADER_SIZE);
+    }
+
+    #[test]
+    fn mid_sized_requests_count_for_growth_and_growing_blocks_get_slack() {
+        let layout = Layout::new::<[u8; 1000]>();
+        let (size, nominal) = chunk_size_for(layout, 0, false).unwrap();
+        assert!(size >= 1000 + HEADER_SIZE && nominal == size + MALLOC_OVERHEAD);
+        let (slack, _) = chunk_size_for(layout, 0, true).unwrap();
+        assert!(slack >= 2 * (1000 + HEADER_SIZE));
     }
 
     #[test]
     fn overflowing_requests_are_refused() {
         let huge = Layout::from_size_align(isize::MAX as usize - 4095, 4096).unwrap();
-        assert_eq!(chunk_size_for(huge, 0), None);
+        assert_eq!(chunk_size_for(huge, 0, false), None);
         assert_eq!(chunk_size_for_capacity(usize::MAX - 8), None);
     }
 }

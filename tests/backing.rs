@@ -1,0 +1,713 @@
+//! The arena and its backing allocator: how many calls it makes, how much it holds, what happens
+//! when the backing allocator fails or a limit is set, and how chunks are reused, trimmed and
+//! freed.
+
+use core::alloc::Layout;
+use core::cell::{Cell, RefCell};
+use core::ptr::NonNull;
+use std::collections::HashMap;
+
+use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
+use arena_pool::allocator_api2::vec::Vec;
+use arena_pool::{AllocOrInitError, Arena};
+
+// ----- a counting (and optionally failing) backing allocator -----
+
+/// Wraps `Global`, counting calls and live bytes, checking that every block is given back with
+/// the layout it was taken with, and refusing every request once its budget is spent.
+#[derive(Default)]
+struct Counting {
+    allocs: Cell<usize>,
+    deallocs: Cell<usize>,
+    refused: Cell<usize>,
+    live: Cell<usize>,
+    /// Sizes of the successful `allocate` calls, in order.
+    sizes: RefCell<std::vec::Vec<usize>>,
+    /// Live blocks by address.
+    blocks: RefCell<HashMap<usize, Layout>>,
+    /// Calls left before every request fails; `None` for no limit.
+    budget: Cell<Option<usize>>,
+}
+
+impl Counting {
+    fn failing_after(calls: usize) -> Counting {
+        let c = Counting::default();
+        c.budget.set(Some(calls));
+        c
+    }
+
+    fn allocs(&self) -> usize {
+        self.allocs.get()
+    }
+
+    fn deallocs(&self) -> usize {
+        self.deallocs.get()
+    }
+
+    fn live(&self) -> usize {
+        self.live.get()
+    }
+
+    fn sizes(&self) -> std::vec::Vec<usize> {
+        self.sizes.borrow().clone()
+    }
+
+    fn last_size(&self) -> usize {
+        *self.sizes.borrow().last().expect("no allocation yet")
+    }
+}
+
+// SAFETY: every block comes from `Global` and goes back to it unchanged; the bookkeeping does not
+// touch the blocks.
+unsafe impl Allocator for Counting {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if let Some(left) = self.budget.get() {
+            if left == 0 {
+                self.refused.set(self.refused.get() + 1);
+                return Err(AllocError);
+            }
+            self.budget.set(Some(left - 1));
+        }
+        let p = Global.allocate(layout)?;
+        self.allocs.set(self.allocs.get() + 1);
+        self.live.set(self.live.get() + layout.size());
+        self.sizes.borrow_mut().push(layout.size());
+        let old = self
+            .blocks
+            .borrow_mut()
+            .insert(p.cast::<u8>().addr().get(), layout);
+        assert!(old.is_none(), "block handed out twice");
+        Ok(p)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        let taken = self.blocks.borrow_mut().remove(&ptr.addr().get());
+        assert_eq!(
+            taken,
+            Some(layout),
+            "deallocate with a foreign block or another layout"
+        );
+        self.deallocs.set(self.deallocs.get() + 1);
+        self.live.set(self.live.get() - layout.size());
+        // SAFETY: `ptr` came from `Global` with `layout` (checked just above).
+        unsafe { Global.deallocate(ptr, layout) }
+    }
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A layout of 1..=2000 bytes aligned to 1..=64.
+    fn layout(&mut self) -> Layout {
+        let size = 1 + (self.next() % 2000) as usize;
+        let align = 1usize << (self.next() % 7);
+        Layout::from_size_align(size, align).unwrap()
+    }
+}
+
+/// Marks the first and last byte of a block with `tag`.
+///
+/// # Safety
+/// `p` is valid for writes of `size >= 1` bytes.
+unsafe fn mark(p: NonNull<u8>, size: usize, tag: u8) {
+    // SAFETY: both offsets are inside the block.
+    unsafe {
+        p.write(tag);
+        if size > 1 {
+            p.add(size - 1).write(!tag);
+        }
+    }
+}
+
+/// Whether a block marked by `mark` still holds its marks.
+///
+/// # Safety
+/// `p` is valid for reads of `size >= 1` bytes and was marked.
+unsafe fn marked(p: NonNull<u8>, size: usize, tag: u8) -> bool {
+    // SAFETY: both offsets are inside the block and were written.
+    unsafe { p.read() == tag && (size == 1 || p.add(size - 1).read() == !tag) }
+}
+
+/// Allocates `size >= 1` bytes aligned to `align` and marks them with `tag` (cheaper under Miri
+/// than filling whole slices).
+fn block<A: Allocator>(
+    arena: &Arena<A>,
+    size: usize,
+    align: usize,
+    tag: u8,
+) -> (NonNull<u8>, usize, u8) {
+    let p = arena.alloc_layout(Layout::from_size_align(size, align).unwrap());
+    assert_eq!(p.addr().get() % align, 0);
+    // SAFETY: a fresh block of `size >= 1` bytes.
+    unsafe { mark(p, size, tag) };
+    (p, size, tag)
+}
+
+/// Whether every block made by `block` still holds its marks.
+fn intact(blocks: &[(NonNull<u8>, usize, u8)]) -> bool {
+    // SAFETY: the callers pass only live blocks made by `block`.
+    blocks
+        .iter()
+        .all(|&(p, size, tag)| unsafe { marked(p, size, tag) })
+}
+
+// ----- reset loops -----
+
+#[test]
+fn steady_reset_loop_stops_calling_the_backing_allocator() {
+    let per_cycle = if cfg!(miri) { 200 } else { 400 };
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut allocs_after = std::vec::Vec::new();
+    for cycle in 0..20u8 {
+        let mut blocks = std::vec::Vec::with_capacity(per_cycle);
+        for i in 0..per_cycle {
+            let l = rng.layout();
+            let p = arena.try_alloc_layout(l).unwrap();
+            assert_eq!(p.addr().get() % l.align(), 0);
+            let tag = cycle.wrapping_mul(31).wrapping_add(i as u8);
+            // SAFETY: a fresh block of `l.size() >= 1` bytes.
+            unsafe { mark(p, l.size(), tag) };
+            blocks.push((p, l.size(), tag));
+        }
+        for &(p, size, tag) in &blocks {
+            // SAFETY: every block of this cycle is live and was marked.
+            let intact = unsafe { marked(p, size, tag) };
+            assert!(intact, "cycle {cycle}: blocks overlap");
+        }
+        assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+        arena.reset();
+        assert_eq!(arena.used_bytes(), 0);
+        allocs_after.push(backing.allocs());
+    }
+    assert_eq!(backing.deallocs(), 0, "reset gave chunks back");
+    assert_eq!(
+        allocs_after[1], allocs_after[19],
+        "backing allocations after each cycle: {allocs_after:?}"
+    );
+    drop(arena);
+    assert_eq!(backing.live(), 0);
+    assert_eq!(backing.allocs(), backing.deallocs());
+}
+
+#[test]
+fn reset_keeps_the_largest_chunk_current() {
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    for i in 0..100u32 {
+        arena.alloc_slice_fill_copy(50, i);
+    }
+    let chunks = arena.stats().chunks;
+    assert!(chunks >= 3);
+    let largest = backing.sizes().into_iter().max().unwrap();
+    arena.reset();
+    assert_eq!(arena.stats().chunks, chunks);
+    // The current chunk is the largest block, less its header.
+    let header = (arena.allocated_bytes_including_metadata() - arena.allocated_bytes()) / chunks;
+    assert_eq!(arena.chunk_capacity(), largest - header);
+}
+
+// ----- allocation limit -----
+
+#[test]
+fn allocation_limit_of_one_mib_is_never_passed_and_mostly_used() {
+    const LIMIT: usize = 1 << 20;
+    let backing = Counting::default();
+    let arena = Arena::new_in(&backing);
+    arena.set_allocation_limit(Some(LIMIT));
+    assert_eq!(arena.allocation_limit(), Some(LIMIT));
+    assert_eq!(arena.stats().allocation_limit, Some(LIMIT));
+    let mut rng = Rng(42);
+    let mut blocks = std::vec::Vec::new();
+    let mut refused = None;
+    for i in 0..100_000usize {
+        let l = rng.layout();
+        match arena.try_alloc_layout(l) {
+            Ok(p) => {
+                // SAFETY: a fresh block of `l.size() >= 1` bytes.
+                unsafe { mark(p, l.size(), i as u8) };
+                blocks.push((p, l.size(), i as u8));
+            }
+            Err(AllocError) => {
+                refused = Some(l);
+                break;
+            }
+        }
+        assert!(arena.allocated_bytes_including_metadata() <= LIMIT);
+        assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+    }
+    let refused = refused.expect("the limit never stopped an allocation");
+    let s = arena.stats();
+    assert!(s.allocated_bytes_including_metadata <= LIMIT);
+    // Every chunk left behind (and the current one) has a tail smaller than the request that
+    // did not fit it: at most 63 bytes of padding plus 2000 bytes.
+    assert!(
+        s.used_bytes + s.chunks * (63 + 2000) >= s.allocated_bytes,
+        "{s:?}"
+    );
+    assert!(s.used_bytes >= LIMIT * 3 / 4, "{s:?}");
+    // The same request is refused again, and nothing changed.
+    assert!(arena.try_alloc_layout(refused).is_err());
+    assert!(arena.allocate(refused).is_err());
+    assert_eq!(arena.stats(), s);
+    // Lifting the limit lets it through; every block is intact.
+    arena.set_allocation_limit(None);
+    assert!(arena.try_alloc_layout(refused).is_ok());
+    for &(p, size, tag) in &blocks {
+        // SAFETY: every block is live and was marked.
+        assert!(unsafe { marked(p, size, tag) });
+    }
+}
+
+#[test]
+fn allocation_limit_applies_to_oversized_and_first_chunks() {
+    let backing = Counting::default();
+    let arena = Arena::new_in(&backing);
+    arena.set_allocation_limit(Some(4096));
+    assert!(arena.try_alloc_slice_fill_copy(1000, 1u8).is_ok());
+    assert!(arena.try_alloc_slice_fill_copy(10_000, 2u8).is_err());
+    assert!(arena.allocated_bytes_including_metadata() <= 4096);
+    assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+
+    // A limit lower than what is held keeps the chunks but takes no more.
+    let held = arena.allocated_bytes_including_metadata();
+    arena.set_allocation_limit(Some(16));
+    let cap = arena.chunk_capacity();
+    assert!(arena.try_alloc_slice_fill_copy(cap, 3u8).is_ok());
+    assert!(arena.try_alloc(4u8).is_err());
+    assert_eq!(arena.allocated_bytes_including_metadata(), held);
+}
+
+#[test]
+#[should_panic(expected = "allocation limit")]
+fn panicking_api_names_the_allocation_limit() {
+    let arena = Arena::new();
+    arena.set_allocation_limit(Some(64 * 1024));
+    for _ in 0..1000 {
+        arena.alloc([7u8; 1000]);
+    }
+}
+
+#[test]
+#[should_panic(expected = "allocation limit")]
+fn panicking_slice_api_names_the_allocation_limit() {
+    let arena = Arena::new();
+    arena.set_allocation_limit(Some(4096));
+    arena.alloc_slice_fill_copy(10_000, 0u8);
+}
+
+// ----- a failing backing allocator -----
+
+#[test]
+fn failing_backing_allocator_gives_errors_and_keeps_the_arena_usable() {
+    let backing = Counting::failing_after(1);
+    let arena = Arena::new_in(&backing);
+    let early = arena.alloc_slice_copy(&[1u32, 2, 3]);
+    let l = Layout::from_size_align(64, 8).unwrap();
+    let last = arena.allocate(l).unwrap().cast::<u8>();
+    // SAFETY: a fresh block of 64 bytes.
+    unsafe { last.write_bytes(0x5C, 64) };
+    let before = arena.stats();
+    assert_eq!(backing.allocs(), 1);
+
+    // Everything below needs a second chunk.
+    let big = Layout::from_size_align(4000, 8).unwrap();
+    assert_eq!(arena.try_alloc([0u8; 4000]).map(|_| ()), Err(AllocError));
+    assert_eq!(
+        arena.try_alloc_with(|| [1u8; 4000]).map(|_| ()),
+        Err(AllocError)
+    );
+    assert_eq!(
+        arena
+            .try_alloc_try_with(|| Ok::<_, ()>([0u8; 4000]))
+            .map(|_| ()),
+        Err(AllocOrInitError::Alloc(AllocError))
+    );
+    assert!(arena.try_alloc_layout(big).is_err());
+    assert!(arena.allocate(big).is_err());
+    assert!(arena.allocate_zeroed(big).is_err());
+    assert!(arena.try_alloc_slice_copy(&[0u8; 4000]).is_err());
+    assert!(arena.try_alloc_slice_fill_with(4000, |i| i as u8).is_err());
+    assert!(arena.try_alloc_slice_fill_iter(0..4000u32).is_err());
+    assert!(arena.try_alloc_str(&"x".repeat(4000)).is_err());
+    assert!(arena.as_arena_ref().try_alloc_layout(big).is_err());
+    // SAFETY: `last` is live with `l`; `big` is larger.
+    assert!(unsafe { arena.grow(last, l, big) }.is_err());
+    // SAFETY: as above.
+    assert!(unsafe { arena.grow_zeroed(last, l, big) }.is_err());
+    let mut v: Vec<u8, &Arena<&Counting>> = Vec::new_in(&arena);
+    assert!(v.try_reserve(4000).is_err());
+    drop(v);
+    assert!(backing.refused.get() >= 14);
+    assert_eq!(arena.stats(), before);
+    assert_eq!(backing.allocs(), 1);
+
+    // What fits the current chunk still works, and the earlier blocks are intact.
+    assert_eq!(early, &[1, 2, 3]);
+    // SAFETY: `last` is live with 64 initialised bytes; the failed grows kept it.
+    let last_bytes = unsafe { core::slice::from_raw_parts(last.as_ptr(), 64) };
+    assert!(last_bytes.iter().all(|&b| b == 0x5C));
+    // SAFETY: `last` is still the last block: it grows in place.
+    let grown = unsafe { arena.grow(last, l, Layout::from_size_align(80, 8).unwrap()) }.unwrap();
+    assert_eq!(grown.cast::<u8>(), last);
+    assert_eq!(*arena.alloc(9u16), 9);
+
+    // Once the allocator works again, so does the arena.
+    backing.budget.set(None);
+    let big_block = arena.alloc([0xABu8; 4000]);
+    assert!(big_block.iter().all(|&b| b == 0xAB));
+    assert_eq!(early, &[1, 2, 3]);
+    assert_eq!(backing.allocs(), 2);
+    assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+}
+
+#[test]
+fn failing_backing_allocator_refuses_first_chunks() {
+    let backing = Counting::failing_after(0);
+    assert!(Arena::try_with_capacity_in(1024, &backing).is_err());
+    let arena = Arena::new_in(&backing);
+    assert!(arena.try_alloc(1u8).is_err());
+    assert!(arena.allocate(Layout::new::<u64>()).is_err());
+    assert_eq!(arena.stats().chunks, 0);
+    assert_eq!(arena.used_bytes(), 0);
+    // Zero-sized requests need no chunk.
+    assert!(arena.try_alloc(()).is_ok());
+    assert!(
+        arena
+            .allocate(Layout::from_size_align(0, 64).unwrap())
+            .is_ok()
+    );
+    backing.budget.set(None);
+    assert_eq!(*arena.alloc(5u8), 5);
+    assert_eq!(backing.allocs(), 1);
+}
+
+// ----- trim and drop -----
+
+#[test]
+fn trim_after_reset_returns_spare_chunks_and_drop_frees_all() {
+    let backing = Counting::default();
+    {
+        let mut arena = Arena::new_in(&backing);
+        let n = if cfg!(miri) { 40 } else { 200 };
+        let blocks: std::vec::Vec<_> = (0..n).map(|i| block(&arena, 1000, 4, i)).collect();
+        assert!(intact(&blocks));
+        let chunks = arena.stats().chunks;
+        assert!(chunks >= 4, "{chunks}");
+        assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+        arena.reset();
+        let deallocs = backing.deallocs();
+        arena.trim();
+        assert_eq!(backing.deallocs(), deallocs + chunks - 1);
+        assert_eq!(arena.stats().chunks, 1);
+        assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+        // Trimming again gives nothing back.
+        arena.trim();
+        assert_eq!(backing.deallocs(), deallocs + chunks - 1);
+        // Still usable.
+        let b = block(&arena, 10_000, 8, 7);
+        assert!(intact(&[b]));
+        assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+    }
+    assert_eq!(backing.live(), 0);
+    assert_eq!(backing.allocs(), backing.deallocs());
+    assert!(backing.blocks.borrow().is_empty());
+}
+
+#[test]
+fn trim_after_a_scope_keeps_the_parents_blocks() {
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    let kept: *const [u64] = arena.alloc_slice_fill_with(20, |i| i as u64 * 3);
+    let kept_addr = kept.cast::<u64>().addr();
+    let chunks = arena.stats().chunks;
+    let used = arena.used_bytes();
+    arena.with_scope(|s| {
+        for i in 0..20u32 {
+            s.alloc_slice_fill_copy(500, i);
+        }
+    });
+    assert!(arena.stats().chunks > chunks);
+    arena.trim();
+    assert_eq!(arena.stats().chunks, chunks);
+    assert_eq!(arena.used_bytes(), used);
+    assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+    // The parent's block is where it was, intact, and the parent goes on after it.
+    let next = arena.alloc(0u64) as *mut u64;
+    assert_eq!(next.addr(), kept_addr + 20 * 8);
+    arena.reset();
+    let again = arena.alloc_slice_fill_with(20, |i| i as u64 * 3);
+    assert_eq!(again.as_ptr().addr(), kept_addr);
+    drop(arena);
+    assert_eq!(backing.live(), 0);
+}
+
+#[test]
+fn drop_frees_every_chunk_including_oversized_and_spares() {
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    arena.alloc_layout(Layout::from_size_align(100_000, 1).unwrap());
+    for i in 0..50u32 {
+        arena.alloc_slice_fill_copy(10, i);
+    }
+    arena.with_scope(|s| {
+        s.alloc_layout(Layout::from_size_align(300_000, 1).unwrap());
+    });
+    assert!(backing.allocs() >= 3);
+    assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+    drop(arena);
+    assert_eq!(backing.live(), 0);
+    assert_eq!(backing.allocs(), backing.deallocs());
+}
+
+// ----- oversized requests and growth -----
+
+/// Sizes of the chunks taken for small allocations around oversized ones of `big` bytes.
+fn small_chunks_around_big_requests(big: usize) {
+    let backing = Counting::default();
+    let arena = Arena::new_in(&backing);
+    arena.alloc(0u64);
+    let mut small_chunks = std::vec![backing.last_size()];
+    let small_total = 4 * 32 * 64 + 8;
+    for round in 0..4 {
+        let before = backing.allocs();
+        let p = arena.alloc_layout(Layout::from_size_align(big, 16).unwrap());
+        assert_eq!(p.addr().get() % 16, 0);
+        assert_eq!(backing.allocs(), before + 1, "round {round}");
+        let own = backing.last_size();
+        assert!(own >= big && own <= big + 4096, "round {round}: {own}");
+        let n = backing.allocs();
+        for _ in 0..32 {
+            arena.alloc([round as u8; 64]);
+        }
+        small_chunks.extend_from_slice(&backing.sizes()[n..]);
+    }
+    let largest = *small_chunks.iter().max().unwrap();
+    let sum: usize = small_chunks.iter().sum();
+    assert!(largest <= 16 * 1024, "small chunks {small_chunks:?}");
+    assert!(
+        sum <= 4 * small_total + 1024,
+        "small chunks {small_chunks:?}"
+    );
+    assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn huge_requests_get_their_own_chunk_and_keep_small_chunks_small() {
+    small_chunks_around_big_requests(64 << 20);
+}
+
+#[test]
+fn oversized_requests_get_their_own_chunk_and_keep_small_chunks_small() {
+    small_chunks_around_big_requests(64 << 10);
+}
+
+#[test]
+fn failing_alloc_try_with_does_not_grow_the_arena() {
+    // bumpalo #314: a loop of failing `alloc_try_with` must not ratchet chunk sizes.
+    let iterations = if cfg!(miri) { 50 } else { 1000 };
+    let backing = Counting::default();
+    let arena = Arena::new_in(&backing);
+    arena.alloc(1u64);
+    let mut held = None;
+    for i in 0..iterations {
+        let r: Result<&mut [u8; 8192], u32> = arena.alloc_try_with(|| Err(i));
+        assert_eq!(r.map(|_| ()), Err(i));
+        let now = arena.allocated_bytes();
+        assert_eq!(*held.get_or_insert(now), now, "iteration {i}");
+    }
+    assert!(backing.allocs() <= 2, "{:?}", backing.sizes());
+    // The room of the failed value is reused: 8 KiB of small values need no new chunk.
+    let n = backing.allocs();
+    for _ in 0..8192 / 64 {
+        arena.alloc([0u8; 64]);
+    }
+    assert_eq!(backing.allocs(), n, "{:?}", backing.sizes());
+    // And chunks keep growing geometrically, not ratcheting: each new chunk is at most twice
+    // the sum of the ones before it.
+    for _ in 0..(64 * 1024) / 64 {
+        arena.alloc([0u8; 64]);
+    }
+    assert_geometric(&backing.sizes(), 8192);
+}
+
+/// Each chunk is at most twice the sum of the chunks taken before it plus twice the largest
+/// single request (`largest`): growth, never a ratchet.
+fn assert_geometric(sizes: &[usize], largest: usize) {
+    let mut sum = 0;
+    for (i, &s) in sizes.iter().enumerate() {
+        assert!(
+            s <= 2 * sum + 2 * largest + 4096,
+            "chunk {i} of {s} bytes: {sizes:?}"
+        );
+        sum += s;
+    }
+}
+
+#[test]
+fn failing_alloc_try_with_between_small_allocations_stays_linear() {
+    let iterations: usize = if cfg!(miri) { 30 } else { 500 };
+    let backing = Counting::default();
+    let arena = Arena::new_in(&backing);
+    for i in 0..iterations {
+        let small = arena.alloc(i as u64);
+        let r: Result<&mut [u8; 8192], ()> = arena.alloc_try_with(|| Err(()));
+        assert!(r.is_err());
+        assert_eq!(*small, i as u64);
+    }
+    // No ratchet: chunks grow geometrically, and the failed values' room is reused, so a
+    // handful of chunks serve every iteration.
+    let sizes = backing.sizes();
+    assert_geometric(&sizes, 8192);
+    assert!(sizes.len() <= 8, "{sizes:?}");
+    assert!(
+        arena.allocated_bytes() <= iterations * (8192 + 64) + 4096,
+        "{} bytes after {iterations} iterations",
+        arena.allocated_bytes()
+    );
+    // Each failed value was rolled back: only the small values count.
+    assert_eq!(arena.used_bytes(), 8 * iterations);
+}
+
+#[test]
+fn growing_the_last_block_one_step_at_a_time_takes_few_chunks() {
+    // A vector grown by `reserve_exact(1)` is the last block throughout: it should move to a new
+    // chunk a logarithmic number of times, not once per push.
+    let n: usize = if cfg!(miri) { 1_000 } else { 20_000 };
+    let backing = Counting::default();
+    let arena = Arena::new_in(&backing);
+    let mut v: Vec<u32, &Arena<&Counting>> = Vec::new_in(&arena);
+    for i in 0..n {
+        v.reserve_exact(1);
+        v.push(i as u32);
+    }
+    assert!(v.iter().copied().eq(0..n as u32));
+    assert!(
+        backing.allocs() <= 40,
+        "{} backing allocations, {} bytes held, for a {}-byte vector",
+        backing.allocs(),
+        backing.live(),
+        n * 4
+    );
+}
+
+#[test]
+fn mid_sized_requests_still_grow_chunks_geometrically() {
+    // Requests a little larger than the first regular chunk (but far below the growth cap) are
+    // the common case for buffers: a stream of them must not cost one backing call each.
+    let backing = Counting::default();
+    let arena = Arena::new_in(&backing);
+    let l = Layout::from_size_align(1000, 8).unwrap();
+    let n = if cfg!(miri) { 100 } else { 200 };
+    for i in 0..n {
+        let p = arena.alloc_layout(l);
+        // SAFETY: a fresh block of 1000 bytes.
+        unsafe { mark(p, l.size(), i) };
+    }
+    assert!(
+        backing.allocs() <= 16,
+        "{} backing allocations for {n} blocks of 1000 bytes: {:?}",
+        backing.allocs(),
+        backing.sizes()
+    );
+}
+
+// ----- the chunk-reuse walk -----
+
+#[test]
+fn chunk_reuse_walk_terminates_and_takes_a_new_chunk_when_none_fits() {
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    arena.alloc_layout(Layout::from_size_align(100_000, 8).unwrap());
+    for i in 0..100u8 {
+        arena.alloc([i; 100]);
+    }
+    arena.reset();
+    let chunks = arena.stats().chunks;
+    let allocs = backing.allocs();
+    assert!(chunks >= 3);
+
+    // Larger than any retained chunk: the walk visits them all and a new chunk is taken.
+    let l = Layout::from_size_align(300_000, 64).unwrap();
+    let p = arena.alloc_layout(l);
+    assert_eq!(p.addr().get() % 64, 0);
+    // SAFETY: a fresh block of 300 000 bytes.
+    unsafe { mark(p, l.size(), 0x3C) };
+    assert_eq!(backing.allocs(), allocs + 1);
+    assert_eq!(arena.stats().chunks, chunks + 1);
+    // SAFETY: marked just above and live.
+    assert!(unsafe { marked(p, l.size(), 0x3C) });
+
+    // After a reset the new chunk is current; fill it completely.
+    arena.reset();
+    let cap = arena.chunk_capacity();
+    assert!(cap >= 300_000);
+    let fill = arena.alloc_layout(Layout::from_size_align(cap, 1).unwrap());
+    // SAFETY: a fresh block of `cap` bytes.
+    unsafe { mark(fill, cap, 1) };
+    assert_eq!(arena.chunk_capacity(), 0);
+    let allocs = backing.allocs();
+
+    // Fits the 100 000-byte spare: no backing call.
+    let a = block(&arena, 50_000, 1, 2);
+    let b = block(&arena, 200, 1, 3);
+    assert_eq!(backing.allocs(), allocs);
+    // Fits none of the spares any more (the big one has about 50 000 bytes left).
+    let c = block(&arena, 60_000, 1, 4);
+    assert_eq!(backing.allocs(), allocs + 1);
+    assert_eq!(arena.stats().chunks, chunks + 2);
+    // Small requests still find room without the backing allocator.
+    let allocs = backing.allocs();
+    let d = block(&arena, 100, 1, 5);
+    assert_eq!(backing.allocs(), allocs);
+    assert!(intact(&[a, b, c, d]));
+    // SAFETY: `fill` is live and was marked.
+    assert!(unsafe { marked(fill, cap, 1) });
+    assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+}
+
+#[test]
+fn chunk_reuse_walk_over_many_small_spares() {
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    // Many chunks: a scope allocates a lot, then leaves them all as spares.
+    let (n, rounds) = if cfg!(miri) { (150, 2) } else { (400, 3) };
+    arena.with_scope(|s| {
+        for i in 0..n {
+            s.alloc_layout(Layout::from_size_align(240, 4).unwrap());
+            s.alloc(i);
+        }
+    });
+    let chunks = arena.stats().chunks;
+    assert!(chunks >= 5, "{chunks}");
+    for round in 0..rounds {
+        arena.reset();
+        let allocs = backing.allocs();
+        // Reuses the retained chunks before taking a new one.
+        let mut blocks = std::vec::Vec::new();
+        let mut total = 0;
+        while total < arena.allocated_bytes() / 2 {
+            blocks.push(block(&arena, 240, 4, round));
+            total += 240;
+        }
+        assert_eq!(backing.allocs(), allocs, "round {round}");
+        assert!(intact(&blocks));
+        // A request larger than every chunk: one new chunk, and the walk ends.
+        let size = arena.allocated_bytes();
+        blocks.push(block(&arena, size, 8, 9));
+        assert_eq!(backing.allocs(), allocs + 1, "round {round}");
+        assert!(intact(&blocks));
+    }
+    drop(arena);
+    assert_eq!(backing.live(), 0);
+}
