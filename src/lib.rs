@@ -1,4 +1,9 @@
 #![doc = include_str!("../README.md")]
+// The `nightly` feature turns allocator-api2's trait into `core::alloc::Allocator`; the crate,
+// and every crate using it with the std collections, then needs the feature gate. Nightlies from
+// 1.100 on stabilised part of `allocator_api`: moving to them means changing only these two gates.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
+#![cfg_attr(feature = "nightly", doc(test(attr(feature(allocator_api)))))]
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -9,6 +14,8 @@ extern crate std;
 
 mod allocator_impls;
 mod arena;
+#[cfg(any(feature = "allocator-api2-03", feature = "allocator-api2-04"))]
+mod bridges;
 mod error;
 mod pool;
 
