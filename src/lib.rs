@@ -6,7 +6,7 @@
 #![cfg_attr(feature = "nightly", doc(test(attr(feature(allocator_api)))))]
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 extern crate alloc;
 #[cfg(feature = "std")]
