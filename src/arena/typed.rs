@@ -317,8 +317,8 @@ impl RawArena {
         Ok(dst)
     }
 
-    /// The items of `iter`, however many it yields (its `size_hint` is only a first guess, and it
-    /// may allocate in this arena while it runs).
+    /// The items of `iter`, however many it yields (its `size_hint` is only a first guess, even
+    /// an impossible one, and it may allocate in this arena while it runs).
     pub(crate) fn slice_from_iter<T>(
         &self,
         src: &dyn ChunkSource,
@@ -326,7 +326,9 @@ impl RawArena {
     ) -> Result<NonNull<[T]>, Failure> {
         let iter = iter.into_iter();
         let mut buf = Building::new(self, src);
-        buf.reserve(iter.size_hint().0)?;
+        // The lower bound is only a hint: one too large to reserve may be a lie, so grow as the
+        // items come instead (a failed reservation changes nothing).
+        let _ = buf.reserve(iter.size_hint().0);
         for item in iter {
             buf.push(item)?;
         }
