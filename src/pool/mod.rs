@@ -1,6 +1,11 @@
 //! Pools: [`Pool`] (one slot size) and [`SizeClassPool`] (mixed sizes), allocators that free and
 //! reuse every block.
 
+use core::alloc::Layout;
+use core::ptr::{self, NonNull};
+
+use allocator_api2::alloc::{AllocError, Allocator};
+
 mod address_map;
 mod free_list;
 mod size_class;
@@ -9,3 +14,47 @@ mod slot_pool;
 
 pub use size_class::{ClassStats, SizeClassOptions, SizeClassPool, SizeClassStats};
 pub use slot_pool::{Pool, PoolStats};
+
+/// How a pool grows or shrinks a block it cannot keep in place: when both layouts go to the
+/// backing allocator, that allocator's own `grow`/`shrink`; otherwise a new block through the
+/// pool's routing, a copy of `min(old, new)` bytes, and the old block given back the way it came.
+///
+/// # Safety
+/// The `Allocator::grow`/`shrink` contract for `p`, `old` and `new` on `pool`; `both_backing`
+/// is true only when both layouts route to `backing`, which then allocated `p` with `old`.
+pub(crate) unsafe fn relocate<P: Allocator, A: Allocator>(
+    pool: &P,
+    backing: &A,
+    both_backing: bool,
+    p: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+    zeroed: bool,
+) -> Result<NonNull<[u8]>, AllocError> {
+    if both_backing && old.size() != 0 && new.size() != 0 {
+        // SAFETY: forwarded from the caller: `backing` allocated `p` with `old`.
+        return unsafe {
+            match (new.size() >= old.size(), zeroed) {
+                (true, false) => backing.grow(p, old, new),
+                (true, true) => backing.grow_zeroed(p, old, new),
+                (false, _) => backing.shrink(p, old, new),
+            }
+        };
+    }
+    let q = if zeroed {
+        pool.allocate_zeroed(new)?
+    } else {
+        pool.allocate(new)?
+    };
+    // SAFETY: `q` is a fresh block, distinct from the live block `p`; both hold at least
+    // `min(old, new)` bytes. `p` is then given back through the pool, routed by `old`.
+    unsafe {
+        ptr::copy_nonoverlapping(
+            p.as_ptr(),
+            q.cast::<u8>().as_ptr(),
+            old.size().min(new.size()),
+        );
+        pool.deallocate(p, old);
+    }
+    Ok(q)
+}

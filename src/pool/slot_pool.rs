@@ -3,7 +3,7 @@
 use core::alloc::Layout;
 use core::cell::Cell;
 use core::fmt;
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
@@ -448,32 +448,19 @@ impl<A: Allocator> Pool<A> {
             }
             return Ok(NonNull::slice_from_raw_parts(p, self.slot));
         }
-        if !from_slot && !to_slot && old.size() != 0 && new.size() != 0 {
-            // SAFETY: both layouts route to `self.alloc`, which allocated `p` with `old`.
-            return unsafe {
-                match (new.size() >= old.size(), zeroed) {
-                    (true, false) => self.alloc.grow(p, old, new),
-                    (true, true) => self.alloc.grow_zeroed(p, old, new),
-                    (false, _) => self.alloc.shrink(p, old, new),
-                }
-            };
-        }
-        let q = if zeroed {
-            self.allocate_zeroed_impl(new)?
-        } else {
-            self.allocate_impl(new)?
-        };
-        // SAFETY: `q` is a fresh block, distinct from the live block `p`; both hold at least
-        // `min(old, new)` bytes. `p` is then given back the way it came.
+        // SAFETY: forwarded from the caller; both layouts route to `self.alloc` exactly when
+        // the flag says so.
         unsafe {
-            ptr::copy_nonoverlapping(
-                p.as_ptr(),
-                q.cast::<u8>().as_ptr(),
-                old.size().min(new.size()),
-            );
-            self.deallocate_impl(p, old);
+            super::relocate(
+                self,
+                &self.alloc,
+                !from_slot && !to_slot,
+                p,
+                old,
+                new,
+                zeroed,
+            )
         }
-        Ok(q)
     }
 
     pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
