@@ -1,8 +1,10 @@
 //! A tour of `Arena`: standard collections on it, in-place growth, a reset loop, scopes and
-//! the statistics. Run with `cargo run --release --example tour`.
+//! the statistics; then the pools, `Pool` (one slot size, `Box` churn) and `SizeClassPool`
+//! (mixed sizes, a `HashMap` of `Vec`s). Run with `cargo run --release --example tour`.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 
-use arena_pool::Arena;
 use arena_pool::allocator_api2::{boxed::Box, vec::Vec};
+use arena_pool::{Arena, Pool, SizeClassPool};
 
 fn main() {
     let mut arena = Arena::new();
@@ -73,4 +75,60 @@ fn main() {
         arena_ref.used_bytes()
     );
     println!("final: {:?}", arena.stats());
+
+    // A `Pool` frees every block and hands it out again: churn of `Box<T, &Pool>` stays bounded.
+    let pool = Pool::for_type::<[u64; 4]>();
+    let mut boxes = std::vec::Vec::new();
+    for i in 0..10_000u64 {
+        boxes.push(Box::new_in([i; 4], &pool));
+        if boxes.len() > 100 {
+            boxes.swap_remove((i as usize * 7919) % boxes.len()); // freed: its slot comes back
+        }
+    }
+    println!(
+        "Pool: 10000 boxes created, {} alive: in_use {}, capacity {} slots of {} bytes, {:?}",
+        boxes.len(),
+        pool.in_use(),
+        pool.capacity(),
+        pool.slot_size(),
+        pool.stats()
+    );
+    assert_eq!(pool.in_use(), boxes.len());
+    assert!(pool.capacity() < 2 * boxes.len());
+    drop(boxes);
+    assert_eq!(pool.in_use(), 0);
+
+    // A `SizeClassPool` serves mixed sizes (a HashMap's table, Vecs of any length) and gives
+    // emptied pages back.
+    let classes = SizeClassPool::new();
+    let mut buffers = hashbrown::HashMap::new_in(&classes);
+    for i in 0..5_000u64 {
+        let mut buffer = Vec::with_capacity_in((i % 300) as usize + 1, &classes);
+        buffer.extend((0..=i % 300).map(|b| b as u8));
+        buffers.insert(i % 1_000, buffer); // replaces (and frees) an older buffer
+    }
+    let s = classes.stats();
+    println!(
+        "SizeClassPool: HashMap of {} Vec<u8>: {} blocks live, {} pages ({} bytes held), \
+         {} fallback blocks",
+        buffers.len(),
+        s.live_blocks(),
+        s.pages,
+        s.bytes_held,
+        s.fallback_blocks
+    );
+    // The buffers and the map's table (too large for a class: it comes from the global allocator).
+    assert_eq!(s.live_blocks() + s.fallback_blocks, buffers.len() + 1);
+    drop(buffers);
+    let s = classes.stats();
+    println!(
+        "SizeClassPool after the map is dropped: {} blocks live, {} pages ({} cached empty), \
+         {} fallback blocks",
+        s.live_blocks(),
+        s.pages,
+        s.empty_pages,
+        s.fallback_blocks
+    );
+    assert_eq!((s.live_blocks(), s.fallback_blocks), (0, 0));
+    assert!(s.pages <= classes.options().max_empty_pages);
 }

@@ -41,6 +41,7 @@ pub(crate) struct Slab(NonNull<SlabHeader>);
 
 impl Slab {
     /// The slab whose block starts at `base` (a pointer the pool registered for it).
+    #[cfg(debug_assertions)]
     pub(crate) fn from_base(base: NonNull<u8>) -> Slab {
         Slab(base.cast())
     }
