@@ -1,6 +1,7 @@
 //! The `Allocator` implementation of `Arena`, through collections (`Vec`, `Box`, hashbrown's
 //! `HashMap`) and through direct trait calls: in-place growth of the last block, roll-back on
 //! deallocate, every alignment, zeroing, scopes, and refused layouts.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use core::alloc::Layout;
 use core::ptr::NonNull;

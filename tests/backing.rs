@@ -1,6 +1,7 @@
 //! The arena and its backing allocator: how many calls it makes, how much it holds, what happens
 //! when the backing allocator fails or a limit is set, and how chunks are reused, trimmed and
 //! freed.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use core::alloc::Layout;
 use core::cell::{Cell, RefCell};

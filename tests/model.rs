@@ -24,6 +24,7 @@
 //! of depth up to 4); 8 cases under Miri (sequences of up to 40 operations, smaller trees).
 //! Failures are not persisted to a regressions file (`failure_persistence: None`); proptest
 //! prints the minimal failing input.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr::NonNull;

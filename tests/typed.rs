@@ -5,6 +5,7 @@
 //! Every test runs under Miri (`MIRIFLAGS=-Zmiri-strict-provenance cargo +nightly miri test
 //! --test typed`): the sizes shrink with `cfg!(miri)`, and no heap-owning value is ever left in
 //! an arena undropped (Miri would report it as a leak).
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
