@@ -570,7 +570,11 @@ impl<A: Allocator> SizeClassPool<A> {
                 // SAFETY: the page is empty and unlinked from its class list.
                 unsafe { self.release(page) };
             }
-        } else if !get!(page, in_list) {
+        } else if state.available.get() != Some(page) {
+            // The page of the block freed last goes first: that block is handed out next.
+            if get!(page, in_list) {
+                self.unlink(page, &state.available);
+            }
             self.push_front(page, &state.available);
         }
     }

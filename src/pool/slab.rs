@@ -317,8 +317,9 @@ impl SlabList {
         (a < r.end).then_some(r)
     }
 
-    /// Releases the slabs for which `keep(index)` is false, except the one being carved.
-    /// Returns whether any was released.
+    /// Releases the slabs for which `keep(index)` is false. When that includes the slab being
+    /// carved, carving moves back to the last kept slab before it (fully carved, as every slab
+    /// before the carving one is) and this returns `true`: the caller must empty its carve region.
     ///
     /// # Safety
     /// No slot of a released slab is in use or used again; `alloc` is the allocator the slabs
@@ -329,13 +330,13 @@ impl SlabList {
         mut forget: impl FnMut(Slab),
         alloc: &A,
     ) -> bool {
-        let mut released = false;
+        let mut carving_released = false;
         let mut prev: Option<Slab> = None;
         let mut s = self.first.get();
         let mut index = 0;
         while let Some(slab) = s {
             s = slab.next();
-            if keep(index) || Some(slab) == self.carving.get() {
+            if keep(index) {
                 prev = Some(slab);
             } else {
                 match prev {
@@ -345,14 +346,17 @@ impl SlabList {
                 if self.last.get() == Some(slab) {
                     self.last.set(prev);
                 }
+                if self.carving.get() == Some(slab) {
+                    self.carving.set(prev);
+                    carving_released = true;
+                }
                 forget(slab);
                 // SAFETY: forwarded from the caller.
                 unsafe { self.release(slab, alloc) };
-                released = true;
             }
             index += 1;
         }
-        released
+        carving_released
     }
 
     /// Releases every slab.

@@ -239,31 +239,33 @@ impl<A: Allocator> Pool<A> {
             self.carve_end.set(NonNull::dangling());
             return;
         }
-        // A slab holds a slot in use when it has more carved slots than free ones.
+        // A slab holds a slot in use when it has more carved slots than free ones. The free
+        // slots are collected first: once slabs are released, the links stored in their slots
+        // must not be read.
         let mut live = self.slabs.carved_counts(self.carve.get(), self.slot);
         let ranges = self.slabs.sorted_ranges(self.slot);
+        let mut free = alloc::vec::Vec::new();
         let list = self.free.take();
         while let Some(p) = list.pop() {
             if let Some(r) = SlabList::find(&ranges, p) {
                 live[r.index] -= 1;
             }
-            // SAFETY: `p` was on the free list, so it is a free slot of this pool.
-            unsafe { self.free.push(p) };
+            free.push(p);
         }
-        // SAFETY: a slab is released only when none of its carved slots is in use (and never the
-        // one being carved); its free slots are dropped from the free list right below, before
-        // anything can pop them.
-        if unsafe {
+        // SAFETY: a slab is released only when none of its carved slots is in use; its free
+        // slots are not put back on the free list below.
+        let carving_released = unsafe {
             self.slabs
                 .retain(|i| live[i] > 0, |slab| self.unregister(slab), &self.alloc)
-        } {
-            let ranges = self.slabs.sorted_ranges(self.slot);
-            let list = self.free.take();
-            while let Some(p) = list.pop() {
-                if SlabList::find(&ranges, p).is_some() {
-                    // SAFETY: a free slot of a slab that is still held.
-                    unsafe { self.free.push(p) };
-                }
+        };
+        if carving_released {
+            self.carve.set(NonNull::dangling());
+            self.carve_end.set(NonNull::dangling());
+        }
+        for p in free.into_iter().rev() {
+            if self.map.get(p.addr().get()).is_some() {
+                // SAFETY: a free slot of a slab that is still held (released slabs left the map).
+                unsafe { self.free.push(p) };
             }
         }
     }
