@@ -187,22 +187,82 @@ impl RawArena {
     }
 
     /// Allocates room for a `T`, then writes `f()` there; the room is released if `f` panics.
+    ///
+    /// The fast path is a bump and a write; everything else (a new chunk, a failure) is in a
+    /// cold function, so the fast path needs no stack frame.
     #[inline(always)]
     pub(crate) fn alloc_with<T>(
         &self,
         src: &dyn ChunkSource,
         f: impl FnOnce() -> T,
     ) -> Result<NonNull<T>, Failure> {
+        if size_of::<T>() != 0 {
+            if let Some(p) = self.bump(Layout::new::<T>()) {
+                // SAFETY: `p` is fresh room for a `T` in the current chunk.
+                return Ok(unsafe { self.init_with(p.cast(), f) });
+            }
+        }
+        self.alloc_with_slow(src, f)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_with_slow<T>(
+        &self,
+        src: &dyn ChunkSource,
+        f: impl FnOnce() -> T,
+    ) -> Result<NonNull<T>, Failure> {
         let p = self.place::<T>(src)?;
+        // SAFETY: `p` is fresh room for a `T` (dangling, for a zero-sized `T`).
+        Ok(unsafe { self.init_with(p, f) })
+    }
+
+    /// [`alloc_with`](Self::alloc_with) for the panicking API: a failure is raised in the cold
+    /// path, so the fast path returns a bare pointer and tail-calls the cold one.
+    #[inline(always)]
+    pub(crate) fn alloc_with_or_raise<T>(
+        &self,
+        src: &dyn ChunkSource,
+        f: impl FnOnce() -> T,
+    ) -> NonNull<T> {
+        if size_of::<T>() != 0 {
+            if let Some(p) = self.bump(Layout::new::<T>()) {
+                // SAFETY: `p` is fresh room for a `T` in the current chunk.
+                return unsafe { self.init_with(p.cast(), f) };
+            }
+        }
+        self.alloc_with_or_raise_slow(src, f)
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn alloc_with_or_raise_slow<T>(
+        &self,
+        src: &dyn ChunkSource,
+        f: impl FnOnce() -> T,
+    ) -> NonNull<T> {
+        match self.alloc_with_slow(src, f) {
+            Ok(p) => p,
+            Err(e) => e.raise(),
+        }
+    }
+
+    /// Writes `f()` to `p`; the room is released if `f` panics.
+    ///
+    /// # Safety
+    /// `p` is fresh room for a `T` allocated from this arena (or dangling for a zero-sized `T`).
+    #[inline(always)]
+    unsafe fn init_with<T>(&self, p: NonNull<T>, f: impl FnOnce() -> T) -> NonNull<T> {
         let release = Release {
             raw: self,
             ptr: p.cast(),
             layout: Layout::new::<T>(),
         };
-        // SAFETY: `p` is fresh room for a `T`.
+        // SAFETY: forwarded from the caller.
         unsafe { p.write(f()) };
         mem::forget(release);
-        Ok(p)
+        p
     }
 
     /// Like `alloc_with` for a fallible initialiser: on `Err` the room is released (rolled back
@@ -406,11 +466,9 @@ assert_eq!(*x, 43);
 ```")]
             #[inline(always)]
             pub fn alloc<T>(&self, value: T) -> &$lt mut T {
-                match self.raw().alloc_with(self.src(), || value) {
-                    // SAFETY: a fresh initialised block; see `out`.
-                    Ok(p) => unsafe { $crate::arena::typed::out(p) },
-                    Err(e) => e.raise(),
-                }
+                let p = self.raw().alloc_with_or_raise(self.src(), || value);
+                // SAFETY: a fresh initialised block; see `out`.
+                unsafe { $crate::arena::typed::out(p) }
             }
 
             /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking (the value is
@@ -439,11 +497,9 @@ assert_eq!(*arena.alloc_with(|| 2 + 12), 14);
 ```")]
             #[inline(always)]
             pub fn alloc_with<T, F: FnOnce() -> T>(&self, f: F) -> &$lt mut T {
-                match self.raw().alloc_with(self.src(), f) {
-                    // SAFETY: a fresh initialised block; see `out`.
-                    Ok(p) => unsafe { $crate::arena::typed::out(p) },
-                    Err(e) => e.raise(),
-                }
+                let p = self.raw().alloc_with_or_raise(self.src(), f);
+                // SAFETY: a fresh initialised block; see `out`.
+                unsafe { $crate::arena::typed::out(p) }
             }
 
             /// Like [`alloc_with`](Self::alloc_with), returning `Err` instead of panicking when
