@@ -97,10 +97,9 @@ impl<'a> ArenaRef<'a> {
             arena: self,
             checkpoint,
         };
-        // SAFETY: the child's blocks live until `restore` runs, which is after `f` has returned
-        // or unwound, and the closure's higher-ranked lifetime keeps them (and the child itself)
-        // from escaping `f`. The parent is only used again through `restore`, after the child
-        // is gone.
+        // The child's blocks live until `restore` runs, after `f` returns or unwinds; the
+        // parent is used again only through `restore`, once the child is gone.
+        // SAFETY: the closure's higher-ranked lifetime keeps the child and its blocks in `f`.
         let child = unsafe { shorten(&mut *restore.arena) };
         f(child)
     }
