@@ -1,0 +1,309 @@
+//! Shared code of the benchmark suites: one [`BenchAlloc`] trait over arena-pool and its peers,
+//! so that every case runs the same code for every crate, and the start-up set-up that keeps the
+//! runs fair ([`fix_malloc_thresholds`]).
+//!
+//! Each adapter forwards to the `Allocator` trait the crate implements itself: allocator-api2 0.2
+//! for arena-pool, bumpalo and bump-scope, allocator-api2 0.4 for blink-alloc and stumpalo.
+//! Collections reach every allocator through the same allocator-api2 0.2 types via [`Api02`].
+
+use core::cell::RefCell;
+use core::ptr::NonNull;
+
+pub use allocator_api2::alloc::{AllocError, Allocator, Layout};
+
+/// Trait calls per iteration in the `allocator_api` suite (a prime, as in bumpalo's benches).
+pub const N: usize = 10_007;
+
+/// What a benchmark case needs from an allocator.
+///
+/// # Safety
+/// `allocate`, `deallocate`, `grow` and `shrink` must keep the contract of allocator-api2 0.2's
+/// [`Allocator`] methods of the same names ([`Api02`] relies on it). `reset` may invalidate every
+/// block (it takes `&mut self`, so no borrowed block survives it).
+pub unsafe trait BenchAlloc: Sized {
+    /// Column name in the reports (no `/`: criterion-table splits ids on it).
+    const NAME: &'static str;
+    /// The crate's default constructor.
+    fn new() -> Self;
+    /// The crate's own reset (for `System`: free every live block).
+    fn reset(&mut self);
+    /// [`Allocator::allocate`].
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError>;
+    /// [`Allocator::deallocate`].
+    ///
+    /// # Safety
+    /// As for [`Allocator::deallocate`].
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout);
+    /// [`Allocator::grow`].
+    ///
+    /// # Safety
+    /// As for [`Allocator::grow`].
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError>;
+    /// [`Allocator::shrink`].
+    ///
+    /// # Safety
+    /// As for [`Allocator::shrink`].
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError>;
+}
+
+/// The four trait methods, forwarded to `$trait` (allocator-api2 0.2's or 0.4's `Allocator`)
+/// through `&Self` (the blanket `impl Allocator for &A` is `#[inline(always)]` in both versions).
+macro_rules! forward_to {
+    ($trait:path) => {
+        #[inline(always)]
+        fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+            <&Self as $trait>::allocate(&self, layout).map_err(|_| AllocError)
+        }
+        #[inline(always)]
+        unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+            // SAFETY: the caller keeps `Allocator::deallocate`'s contract for this allocator.
+            unsafe { <&Self as $trait>::deallocate(&self, ptr, layout) }
+        }
+        #[inline(always)]
+        unsafe fn grow(
+            &self,
+            ptr: NonNull<u8>,
+            old: Layout,
+            new: Layout,
+        ) -> Result<NonNull<[u8]>, AllocError> {
+            // SAFETY: the caller keeps `Allocator::grow`'s contract for this allocator.
+            unsafe { <&Self as $trait>::grow(&self, ptr, old, new) }.map_err(|_| AllocError)
+        }
+        #[inline(always)]
+        unsafe fn shrink(
+            &self,
+            ptr: NonNull<u8>,
+            old: Layout,
+            new: Layout,
+        ) -> Result<NonNull<[u8]>, AllocError> {
+            // SAFETY: the caller keeps `Allocator::shrink`'s contract for this allocator.
+            unsafe { <&Self as $trait>::shrink(&self, ptr, old, new) }.map_err(|_| AllocError)
+        }
+    };
+}
+
+// SAFETY: here and in the four impls below, the methods forward to the crate's own `Allocator`
+// impl, whose contract is the same in allocator-api2 0.2 and 0.4; `reset` is the crate's safe
+// `&mut self` reset.
+unsafe impl BenchAlloc for arena_pool::Arena {
+    const NAME: &'static str = "arena-pool";
+    fn new() -> Self {
+        arena_pool::Arena::new()
+    }
+    fn reset(&mut self) {
+        arena_pool::Arena::reset(self);
+    }
+    forward_to!(allocator_api2::alloc::Allocator);
+}
+
+// SAFETY: see above.
+unsafe impl BenchAlloc for bumpalo::Bump {
+    const NAME: &'static str = "bumpalo";
+    fn new() -> Self {
+        bumpalo::Bump::new()
+    }
+    fn reset(&mut self) {
+        bumpalo::Bump::reset(self);
+    }
+    forward_to!(allocator_api2::alloc::Allocator);
+}
+
+// SAFETY: see above.
+unsafe impl BenchAlloc for bump_scope::Bump {
+    const NAME: &'static str = "bump-scope";
+    fn new() -> Self {
+        bump_scope::Bump::new()
+    }
+    fn reset(&mut self) {
+        bump_scope::Bump::reset(self);
+    }
+    forward_to!(allocator_api2::alloc::Allocator);
+}
+
+// SAFETY: see above.
+unsafe impl BenchAlloc for blink_alloc::BlinkAlloc {
+    const NAME: &'static str = "blink-alloc";
+    fn new() -> Self {
+        blink_alloc::BlinkAlloc::new()
+    }
+    fn reset(&mut self) {
+        blink_alloc::BlinkAlloc::reset(self);
+    }
+    forward_to!(allocator_api2_04::alloc::Allocator);
+}
+
+// SAFETY: see above.
+unsafe impl BenchAlloc for stumpalo::Arena {
+    const NAME: &'static str = "stumpalo";
+    fn new() -> Self {
+        stumpalo::Arena::new()
+    }
+    fn reset(&mut self) {
+        stumpalo::Arena::reset(self);
+    }
+    forward_to!(allocator_api2_04::alloc::Allocator);
+}
+
+/// The system allocator (`std::alloc::System`, glibc malloc here) as if it were an arena: it
+/// records every live block so that `reset` can free them. The bookkeeping (a `Vec` push per
+/// allocation, a search from the end per deallocate/grow/shrink, usually one step) is part of its
+/// numbers: read this column as a baseline, not as malloc's exact cost.
+#[derive(Default)]
+pub struct SystemAlloc {
+    live: RefCell<Vec<(NonNull<u8>, Layout)>>,
+}
+
+impl SystemAlloc {
+    /// Index of the live block at `ptr`, searched from the most recent one.
+    fn find(&self, ptr: NonNull<u8>) -> usize {
+        let live = self.live.borrow();
+        live.iter()
+            .rposition(|&(p, _)| p == ptr)
+            .expect("block not allocated by this SystemAlloc")
+    }
+}
+
+// SAFETY: every method forwards to `System`'s `Allocator` impl with the caller's arguments; the
+// list only records the blocks, and `reset` frees each recorded block once, with its layout.
+unsafe impl BenchAlloc for SystemAlloc {
+    const NAME: &'static str = "System";
+    fn new() -> Self {
+        SystemAlloc::default()
+    }
+    fn reset(&mut self) {
+        for (ptr, layout) in self.live.get_mut().drain(..) {
+            // SAFETY: `ptr` is live (recorded at allocation, removed when freed or moved) and was
+            // allocated by `System` with `layout`.
+            unsafe { allocator_api2::alloc::System.deallocate(ptr, layout) }
+        }
+    }
+    #[inline(always)]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let block = allocator_api2::alloc::System.allocate(layout)?;
+        self.live.borrow_mut().push((block.cast(), layout));
+        Ok(block)
+    }
+    #[inline(always)]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        let i = self.find(ptr);
+        self.live.borrow_mut().swap_remove(i);
+        // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
+        unsafe { allocator_api2::alloc::System.deallocate(ptr, layout) }
+    }
+    #[inline(always)]
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let i = self.find(ptr);
+        // SAFETY: forwarded from the caller's `Allocator::grow` contract.
+        let block = unsafe { allocator_api2::alloc::System.grow(ptr, old, new) }?;
+        self.live.borrow_mut()[i] = (block.cast(), new);
+        Ok(block)
+    }
+    #[inline(always)]
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let i = self.find(ptr);
+        // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
+        let block = unsafe { allocator_api2::alloc::System.shrink(ptr, old, new) }?;
+        self.live.borrow_mut()[i] = (block.cast(), new);
+        Ok(block)
+    }
+}
+
+impl Drop for SystemAlloc {
+    fn drop(&mut self) {
+        self.reset();
+    }
+}
+
+/// `&A` as an allocator-api2 0.2 [`Allocator`], so that `allocator_api2::vec::Vec` (and later
+/// hashbrown) run the same code on every crate, including those that implement only 0.4.
+pub struct Api02<'a, A>(pub &'a A);
+
+impl<A> Clone for Api02<'_, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for Api02<'_, A> {}
+
+// SAFETY: `BenchAlloc` requires its methods to keep the contract of `Allocator`'s methods of the
+// same names; the methods not listed use the trait's defaults, built on these.
+unsafe impl<A: BenchAlloc> Allocator for Api02<'_, A> {
+    #[inline(always)]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.0.allocate(layout)
+    }
+    #[inline(always)]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
+        unsafe { self.0.deallocate(ptr, layout) }
+    }
+    #[inline(always)]
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller's `Allocator::grow` contract.
+        unsafe { self.0.grow(ptr, old, new) }
+    }
+    #[inline(always)]
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
+        unsafe { self.0.shrink(ptr, old, new) }
+    }
+}
+
+/// Fixes glibc malloc's thresholds for the whole run, so that one crate's heap history cannot
+/// skew the next crate's numbers (DESIGN §7: with the default *dynamic* mmap threshold, whichever
+/// crate ran first paid page faults on every large chunk). Blocks up to 32 MiB (glibc's maximum
+/// for this setting on 64-bit) come from the heap, and freed memory is not returned to the system.
+/// Elsewhere (another libc or OS) it does nothing and says so.
+pub fn fix_malloc_thresholds() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use core::ffi::c_int;
+        // From glibc's <malloc.h>.
+        const M_TRIM_THRESHOLD: c_int = -1;
+        const M_MMAP_THRESHOLD: c_int = -3;
+        unsafe extern "C" {
+            fn mallopt(param: c_int, value: c_int) -> c_int;
+        }
+        let set = |param, value| {
+            // SAFETY: `mallopt` is glibc's documented tuning call, declared with <malloc.h>'s
+            // signature; it is called at start-up, before any other thread exists.
+            unsafe { mallopt(param, value) == 1 }
+        };
+        let ok = set(M_MMAP_THRESHOLD, 32 << 20) & set(M_TRIM_THRESHOLD, 1 << 30);
+        if !ok {
+            eprintln!("warning: mallopt failed: malloc thresholds are glibc's dynamic defaults");
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    eprintln!("note: not glibc: malloc thresholds left at the platform's defaults");
+}
