@@ -34,6 +34,10 @@ pub(crate) struct RawArena {
     floor: Cell<NonNull<u8>>,
     /// The current chunk, `None` until the first chunk is taken.
     chunk: Cell<Option<Chunk>>,
+    /// The first chunk of the list (`None` exactly when no chunk is held).
+    head: Cell<Option<Chunk>>,
+    /// The largest chunk held (what `reset` starts from).
+    largest: Cell<Option<Chunk>>,
     /// Bytes used in the chunks before the current one.
     used_before: Cell<usize>,
     /// Sum of the nominal sizes of the regular chunks taken; drives the next chunk's size.
@@ -72,6 +76,8 @@ impl RawArena {
             end: Cell::new(none),
             floor: Cell::new(none),
             chunk: Cell::new(None),
+            head: Cell::new(None),
+            largest: Cell::new(None),
             used_before: Cell::new(0),
             growth: Cell::new(0),
             held: Cell::new(0),
@@ -206,6 +212,13 @@ impl RawArena {
         let chunk = unsafe { Chunk::init(block) };
         self.held.set(self.held.get() + size);
         self.chunks.set(self.chunks.get() + 1);
+        if self.head.get().is_none() {
+            // The first chunk: the list had none, and it is not linked to anything yet.
+            self.head.set(Some(chunk));
+        }
+        if self.largest.get().is_none_or(|l| size > l.size()) {
+            self.largest.set(Some(chunk));
+        }
         self.growth.set(self.growth.get().saturating_add(nominal));
         Ok(chunk)
     }
@@ -455,9 +468,9 @@ impl RawArena {
         if cp.chunk.is_none() {
             // Taken before the first chunk: "nothing used" is the start of the first chunk, if
             // one was taken since (it must stay reachable, as a spare list after it).
-            if let Some(cur) = self.chunk.get() {
+            if let Some(head) = self.head.get() {
                 self.used_before.set(0);
-                self.set_current(cur.head());
+                self.set_current(head);
             }
             return;
         }
@@ -473,19 +486,13 @@ impl RawArena {
     /// # Safety
     /// No block of this arena is used again.
     pub(crate) unsafe fn reset(&self) {
-        let Some(cur) = self.chunk.get() else { return };
-        let head = cur.head();
-        let mut largest = head;
-        let mut c = head.next();
-        while let Some(x) = c {
-            if x.size() > largest.size() {
-                largest = x;
-            }
-            c = x.next();
-        }
+        let (Some(head), Some(largest)) = (self.head.get(), self.largest.get()) else {
+            return;
+        };
         if largest != head {
             largest.unlink();
             head.insert_before(largest);
+            self.head.set(Some(largest));
         }
         self.used_before.set(0);
         self.set_current(largest);
@@ -504,6 +511,17 @@ impl RawArena {
             // SAFETY: a spare holds no live block, and the caller vouches for `src`.
             unsafe { self.release(c, src) };
         }
+        // The largest chunk may have been a spare: find it again among those kept (the head is
+        // never a spare, as it is at or before the current chunk).
+        let mut largest = self.head.get();
+        let mut c = largest.and_then(Chunk::next);
+        while let Some(x) = c {
+            if largest.is_none_or(|l| x.size() > l.size()) {
+                largest = Some(x);
+            }
+            c = x.next();
+        }
+        self.largest.set(largest);
     }
 
     /// Returns every chunk to the backing allocator (for `Drop`).
@@ -511,8 +529,9 @@ impl RawArena {
     /// # Safety
     /// `src` is the source the chunks came from and no block is used again.
     pub(crate) unsafe fn release_all(&self, src: &dyn ChunkSource) {
-        let Some(cur) = self.chunk.take() else { return };
-        let mut c = Some(cur.head());
+        self.chunk.set(None);
+        self.largest.set(None);
+        let mut c = self.head.take();
         while let Some(x) = c {
             c = x.next();
             // SAFETY: the caller guarantees no block is used again.

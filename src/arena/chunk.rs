@@ -185,15 +185,6 @@ impl Chunk {
         }
         self.set_prev(Some(chunk));
     }
-
-    /// The first chunk of the list this one is in.
-    pub(crate) fn head(self) -> Chunk {
-        let mut c = self;
-        while let Some(p) = c.prev() {
-            c = p;
-        }
-        c
-    }
 }
 
 /// A chunk larger than both this many times the regular chunk and [`OUTSIZED_MIN`] is
