@@ -92,67 +92,46 @@ macro_rules! forward_to {
     };
 }
 
-// SAFETY: here and in the four impls below, the methods forward to the crate's own `Allocator`
-// impl, whose contract is the same in allocator-api2 0.2 and 0.4; `reset` is the crate's safe
-// `&mut self` reset.
-unsafe impl BenchAlloc for arena_pool::Arena {
-    const NAME: &'static str = "arena-pool";
-    fn new() -> Self {
-        arena_pool::Arena::new()
-    }
-    fn reset(&mut self) {
-        arena_pool::Arena::reset(self);
-    }
-    forward_to!(allocator_api2::alloc::Allocator);
+/// A `BenchAlloc` for a bump allocator with `new()`, `reset(&mut self)` and an `Allocator` impl
+/// of the given allocator-api2 version on `&Self`.
+macro_rules! bump_peer {
+    ($ty:ty, $name:literal, $trait:path) => {
+        // SAFETY: the methods forward to the crate's own `Allocator` impl, whose contract is the
+        // same in allocator-api2 0.2 and 0.4; `reset` is the crate's safe `&mut self` reset.
+        unsafe impl BenchAlloc for $ty {
+            const NAME: &'static str = $name;
+            fn new() -> Self {
+                <$ty>::new()
+            }
+            fn reset(&mut self) {
+                <$ty>::reset(self);
+            }
+            forward_to!($trait);
+        }
+    };
 }
 
-// SAFETY: see above.
-unsafe impl BenchAlloc for bumpalo::Bump {
-    const NAME: &'static str = "bumpalo";
-    fn new() -> Self {
-        bumpalo::Bump::new()
-    }
-    fn reset(&mut self) {
-        bumpalo::Bump::reset(self);
-    }
-    forward_to!(allocator_api2::alloc::Allocator);
-}
-
-// SAFETY: see above.
-unsafe impl BenchAlloc for bump_scope::Bump {
-    const NAME: &'static str = "bump-scope";
-    fn new() -> Self {
-        bump_scope::Bump::new()
-    }
-    fn reset(&mut self) {
-        bump_scope::Bump::reset(self);
-    }
-    forward_to!(allocator_api2::alloc::Allocator);
-}
-
-// SAFETY: see above.
-unsafe impl BenchAlloc for blink_alloc::BlinkAlloc {
-    const NAME: &'static str = "blink-alloc";
-    fn new() -> Self {
-        blink_alloc::BlinkAlloc::new()
-    }
-    fn reset(&mut self) {
-        blink_alloc::BlinkAlloc::reset(self);
-    }
-    forward_to!(allocator_api2_04::alloc::Allocator);
-}
-
-// SAFETY: see above.
-unsafe impl BenchAlloc for stumpalo::Arena {
-    const NAME: &'static str = "stumpalo";
-    fn new() -> Self {
-        stumpalo::Arena::new()
-    }
-    fn reset(&mut self) {
-        stumpalo::Arena::reset(self);
-    }
-    forward_to!(allocator_api2_04::alloc::Allocator);
-}
+bump_peer!(
+    arena_pool::Arena,
+    "arena-pool",
+    allocator_api2::alloc::Allocator
+);
+bump_peer!(bumpalo::Bump, "bumpalo", allocator_api2::alloc::Allocator);
+bump_peer!(
+    bump_scope::Bump,
+    "bump-scope",
+    allocator_api2::alloc::Allocator
+);
+bump_peer!(
+    blink_alloc::BlinkAlloc,
+    "blink-alloc",
+    allocator_api2_04::alloc::Allocator
+);
+bump_peer!(
+    stumpalo::Arena,
+    "stumpalo",
+    allocator_api2_04::alloc::Allocator
+);
 
 /// The system allocator (`std::alloc::System`, glibc malloc here) as if it were an arena: it
 /// records every live block so that `reset` can free them. The bookkeeping (a `Vec` push per

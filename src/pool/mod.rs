@@ -58,3 +58,21 @@ pub(crate) unsafe fn relocate<P: Allocator, A: Allocator>(
     }
     Ok(q)
 }
+
+/// Debug builds: sets (`live`) or clears bit `i` of a pool's live bitmap, returning its old value.
+///
+/// # Safety
+/// `bits` points to a bitmap of at least `i / 64 + 1` words, owned by the pool and not
+/// referenced elsewhere.
+#[cfg(debug_assertions)]
+pub(crate) unsafe fn swap_live_bit(bits: NonNull<u64>, i: usize, live: bool) -> bool {
+    // SAFETY: the caller guarantees word `i / 64` lies in the bitmap.
+    let word = unsafe { bits.add(i / 64) };
+    let mask = 1u64 << (i % 64);
+    // SAFETY: as above; the word is read and written by value, with no reference formed.
+    unsafe {
+        let old = word.read();
+        word.write(if live { old | mask } else { old & !mask });
+        old & mask != 0
+    }
+}

@@ -254,14 +254,8 @@ impl Page {
             panic!("arena-pool: SizeClassPool::deallocate: {p:p} was not allocated by this pool");
         }
         let unit = offset / CLASS_ALIGN;
-        // SAFETY: `unit < page_size / 16`, so the word is inside the bitmap.
-        unsafe {
-            let word = self.bits().add(unit / 64);
-            let mask = 1u64 << (unit % 64);
-            let old = word.read();
-            word.write(if live { old | mask } else { old & !mask });
-            old & mask != 0
-        }
+        // SAFETY: `unit < page_size / 16`, and the bitmap has a bit per 16-byte unit.
+        unsafe { super::swap_live_bit(self.bits(), unit, live) }
     }
 }
 

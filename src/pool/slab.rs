@@ -128,8 +128,8 @@ impl Slab {
 
     /// The first slot, with the provenance of the whole block.
     pub(crate) fn first_slot(self) -> NonNull<u8> {
-        // SAFETY: `first` is inside the block (or its end, for a slab of zero-sized...
-        // never: slabs have at least one slot).
+        // SAFETY: `first` (the metadata size, rounded to the slot alignment) is less than the
+        // block's size, since every slab has at least one slot after it.
         unsafe { self.0.cast::<u8>().add(self.header().first) }
     }
 
@@ -170,14 +170,8 @@ impl Slab {
     /// Sets or clears the live bit of slot `i`, returning its old value.
     #[cfg(debug_assertions)]
     pub(crate) fn swap_bit(self, i: usize, live: bool) -> bool {
-        // SAFETY: `i < slots`, so the word is inside the bitmap.
-        unsafe {
-            let word = self.bits().add(i / 64);
-            let mask = 1u64 << (i % 64);
-            let old = word.read();
-            word.write(if live { old | mask } else { old & !mask });
-            old & mask != 0
-        }
+        // SAFETY: `i < slots`, and the bitmap has a bit per slot.
+        unsafe { super::swap_live_bit(self.bits(), i, live) }
     }
 }
 
