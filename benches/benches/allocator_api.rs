@@ -8,16 +8,10 @@
 //! (criterion's warm-up reaches it before measuring).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use allocator_api2::vec::Vec;
-use arena_pool_benches::{Api02, BenchAlloc, Layout, N, SystemAlloc, fix_malloc_thresholds};
-use criterion::measurement::WallTime;
-use criterion::{BatchSize, Bencher, BenchmarkGroup, BenchmarkId, Criterion};
-
-/// Fresh allocators per timed batch in the first-allocation and reset cases (one timer read per
-/// batch instead of one per allocator).
-const BATCH: u64 = 64;
+use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::{Api02, BenchAlloc, Layout, N, SystemAlloc};
 
 #[derive(Clone, Copy)]
 enum Case {
@@ -27,10 +21,10 @@ enum Case {
     Grow(Layout, Layout),
     /// (`allocate(old)`, then `shrink` it to `new`) × N, then reset.
     Shrink(Layout, Layout),
-    /// `new()` plus the first `allocate(u32)`; the allocator is dropped outside the timing.
+    /// `new()` plus the first `allocate(u32)`; the allocator is dropped outside the measurement.
     FirstAllocation,
     /// The crate's `reset` of a fresh allocator after `allocate(u32)` × N (its first cycle, so
-    /// with all the chunks it grew). Only the reset is timed.
+    /// with all the chunks it grew). Only the reset is measured.
     Reset,
     /// `Vec<usize>`: `push` × N, drop, reset.
     VecPush,
@@ -40,21 +34,29 @@ enum Case {
 }
 
 impl Case {
-    fn run<A: BenchAlloc>(self, b: &mut Bencher<'_>) {
+    /// Operations per run: the divisor of the instruction counts.
+    fn ops(self) -> u64 {
         match self {
-            Case::Allocate(layout) => steady::<A>(b, |a| {
+            Case::FirstAllocation | Case::Reset => 1,
+            _ => N as u64,
+        }
+    }
+
+    fn run<A: BenchAlloc>(self, d: &mut Driver<'_, '_>) {
+        match self {
+            Case::Allocate(layout) => steady::<A>(d, |a| {
                 for _ in 0..N {
                     black_box(a.allocate(black_box(layout)).unwrap());
                 }
             }),
-            Case::Grow(old, new) => steady::<A>(b, |a| {
+            Case::Grow(old, new) => steady::<A>(d, |a| {
                 for _ in 0..N {
                     let p = a.allocate(black_box(old)).unwrap();
                     // SAFETY: `p` was just allocated by `a` with `old`, and `new` is not smaller.
                     black_box(unsafe { a.grow(p.cast(), black_box(old), black_box(new)) }.unwrap());
                 }
             }),
-            Case::Shrink(old, new) => steady::<A>(b, |a| {
+            Case::Shrink(old, new) => steady::<A>(d, |a| {
                 for _ in 0..N {
                     let p = a.allocate(black_box(old)).unwrap();
                     // SAFETY: `p` was just allocated by `a` with `old`, and `new` is not larger.
@@ -63,50 +65,35 @@ impl Case {
                     );
                 }
             }),
-            Case::FirstAllocation => b.iter_batched(
+            Case::FirstAllocation => d.batched(
                 || (),
                 |()| {
                     let a = A::new();
                     black_box(a.allocate(black_box(Layout::new::<u32>())).unwrap());
                     a
                 },
-                BatchSize::NumIterations(BATCH),
             ),
-            // Only the resets are timed, a batch at a time. Criterion picks its iteration counts
-            // from the warm-up's wall time of this whole closure, fills included, so the samples
-            // still last about as long as asked.
-            Case::Reset => b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut done = 0;
-                while done < iters {
-                    let k = (iters - done).min(BATCH);
-                    let mut batch: std::vec::Vec<A> = (0..k)
-                        .map(|_| {
-                            let a = A::new();
-                            for _ in 0..N {
-                                black_box(a.allocate(black_box(Layout::new::<u32>())).unwrap());
-                            }
-                            a
-                        })
-                        .collect();
-                    let start = Instant::now();
-                    for a in &mut batch {
-                        a.reset();
+            Case::Reset => d.batched(
+                || {
+                    let a = A::new();
+                    for _ in 0..N {
+                        black_box(a.allocate(black_box(Layout::new::<u32>())).unwrap());
                     }
-                    total += start.elapsed();
-                    black_box(&mut batch);
-                    done += k;
-                }
-                total
-            }),
-            Case::VecPush => steady::<A>(b, |a| {
+                    a
+                },
+                |mut a| {
+                    a.reset();
+                    a
+                },
+            ),
+            Case::VecPush => steady::<A>(d, |a| {
                 let mut v = Vec::new_in(Api02(a));
                 for i in 0..N {
                     v.push(i);
                 }
                 black_box(&mut v);
             }),
-            Case::ReserveExactPush => steady::<A>(b, |a| {
+            Case::ReserveExactPush => steady::<A>(d, |a| {
                 let mut v = Vec::new_in(Api02(a));
                 for i in 0..N as u32 {
                     v.reserve_exact(1);
@@ -119,30 +106,29 @@ impl Case {
 }
 
 /// One allocator for all iterations; each iteration runs `cycle` and then the crate's `reset`.
-fn steady<A: BenchAlloc>(b: &mut Bencher<'_>, mut cycle: impl FnMut(&A)) {
+fn steady<A: BenchAlloc>(d: &mut Driver<'_, '_>, mut cycle: impl FnMut(&A)) {
     let mut a = A::new();
-    b.iter(|| {
+    d.steady(|| {
         cycle(&a);
         a.reset();
     });
 }
 
 /// One row: the case for every crate, arena-pool first (criterion-table's baseline column).
-fn row(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, case: Case) {
-    fn one<A: BenchAlloc>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, case: Case) {
-        g.bench_function(BenchmarkId::new(A::NAME, name), |b| case.run::<A>(b));
+fn row(r: &mut Runner<'_>, name: &str, case: Case) {
+    fn one<A: BenchAlloc>(r: &mut Runner<'_>, name: &str, case: Case) {
+        r.bench(A::NAME, name, case.ops(), |d| case.run::<A>(d));
     }
-    one::<arena_pool::Arena>(g, name, case);
-    one::<bumpalo::Bump>(g, name, case);
-    one::<bump_scope::Bump>(g, name, case);
-    one::<blink_alloc::BlinkAlloc>(g, name, case);
-    one::<stumpalo::Arena>(g, name, case);
-    one::<SystemAlloc>(g, name, case);
+    one::<arena_pool::Arena>(r, name, case);
+    one::<bumpalo::Bump>(r, name, case);
+    one::<bump_scope::Bump>(r, name, case);
+    one::<blink_alloc::Blink>(r, name, case);
+    one::<stumpalo::Arena>(r, name, case);
+    one::<SystemAlloc>(r, name, case);
 }
 
-fn allocator_api(c: &mut Criterion) {
+fn allocator_api(r: &mut Runner<'_>) {
     let l = Layout::new::<u32>;
-    let mut g = c.benchmark_group("allocator_api");
     let allocs = [
         ("u8", Layout::new::<u8>()),
         ("u32", Layout::new::<u32>()),
@@ -154,11 +140,7 @@ fn allocator_api(c: &mut Criterion) {
         ("[u8; 31]", Layout::new::<[u8; 31]>()),
     ];
     for (ty, layout) in allocs {
-        row(
-            &mut g,
-            &format!("allocate({ty}) x {N}"),
-            Case::Allocate(layout),
-        );
+        row(r, &format!("allocate({ty}) x {N}"), Case::Allocate(layout));
     }
     let grows = [
         (
@@ -174,7 +156,7 @@ fn allocator_api(c: &mut Criterion) {
         ("larger align (u32 -> u64)", l(), Layout::new::<u64>()),
     ];
     for (what, old, new) in grows {
-        row(&mut g, &format!("grow {what} x {N}"), Case::Grow(old, new));
+        row(r, &format!("grow {what} x {N}"), Case::Grow(old, new));
     }
     let shrinks = [
         (
@@ -190,34 +172,22 @@ fn allocator_api(c: &mut Criterion) {
         ),
     ];
     for (what, old, new) in shrinks {
-        row(
-            &mut g,
-            &format!("shrink {what} x {N}"),
-            Case::Shrink(old, new),
-        );
+        row(r, &format!("shrink {what} x {N}"), Case::Shrink(old, new));
     }
     row(
-        &mut g,
+        r,
         "first allocation (new + allocate(u32))",
         Case::FirstAllocation,
     );
+    row(r, &format!("reset after allocate(u32) x {N}"), Case::Reset);
+    row(r, &format!("Vec push(usize) x {N}"), Case::VecPush);
     row(
-        &mut g,
-        &format!("reset after allocate(u32) x {N}"),
-        Case::Reset,
-    );
-    row(&mut g, &format!("Vec push(usize) x {N}"), Case::VecPush);
-    row(
-        &mut g,
+        r,
         &format!("Vec reserve_exact(1); push(u32) x {N}"),
         Case::ReserveExactPush,
     );
-    g.finish();
 }
 
 fn main() {
-    fix_malloc_thresholds();
-    let mut c = Criterion::default().configure_from_args();
-    allocator_api(&mut c);
-    c.final_summary();
+    run_suite("allocator_api", allocator_api);
 }

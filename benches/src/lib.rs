@@ -1,10 +1,22 @@
 //! Shared code of the benchmark suites: one [`BenchAlloc`] trait over arena-pool and its peers,
-//! so that every case runs the same code for every crate, and the start-up set-up that keeps the
+//! so that every case runs the same code for every crate; [`TypedAlloc`] for the crates' own
+//! typed APIs and [`SlotStore`] for the slot-level pools; the [`harness`] that runs a suite under
+//! criterion or once per case for the instruction counts; and the start-up set-up that keeps the
 //! runs fair ([`fix_malloc_thresholds`]).
 //!
 //! Each adapter forwards to the `Allocator` trait the crate implements itself: allocator-api2 0.2
 //! for arena-pool, bumpalo and bump-scope, allocator-api2 0.4 for blink-alloc and stumpalo.
 //! Collections reach every allocator through the same allocator-api2 0.2 types via [`Api02`].
+
+pub mod harness;
+mod slots;
+mod typed;
+
+pub use slots::{
+    FastallocSlots, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlabStore, SlotFamily,
+    SlotStore, SystemBox,
+};
+pub use typed::TypedAlloc;
 
 use core::cell::RefCell;
 use core::ptr::NonNull;
@@ -57,17 +69,18 @@ pub unsafe trait BenchAlloc: Sized {
 }
 
 /// The four trait methods, forwarded to `$trait` (allocator-api2 0.2's or 0.4's `Allocator`)
-/// through `&Self` (the blanket `impl Allocator for &A` is `#[inline(always)]` in both versions).
+/// through `&$target`, where `$get(self)` gives the `&$target` (the blanket
+/// `impl Allocator for &A` is `#[inline(always)]` in both versions).
 macro_rules! forward_to {
-    ($trait:path) => {
+    ($trait:path, $target:ty, $get:path) => {
         #[inline(always)]
         fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-            <&Self as $trait>::allocate(&self, layout).map_err(|_| AllocError)
+            <&$target as $trait>::allocate(&$get(self), layout).map_err(|_| AllocError)
         }
         #[inline(always)]
         unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
             // SAFETY: the caller keeps `Allocator::deallocate`'s contract for this allocator.
-            unsafe { <&Self as $trait>::deallocate(&self, ptr, layout) }
+            unsafe { <&$target as $trait>::deallocate(&$get(self), ptr, layout) }
         }
         #[inline(always)]
         unsafe fn grow(
@@ -77,7 +90,8 @@ macro_rules! forward_to {
             new: Layout,
         ) -> Result<NonNull<[u8]>, AllocError> {
             // SAFETY: the caller keeps `Allocator::grow`'s contract for this allocator.
-            unsafe { <&Self as $trait>::grow(&self, ptr, old, new) }.map_err(|_| AllocError)
+            unsafe { <&$target as $trait>::grow(&$get(self), ptr, old, new) }
+                .map_err(|_| AllocError)
         }
         #[inline(always)]
         unsafe fn shrink(
@@ -87,7 +101,8 @@ macro_rules! forward_to {
             new: Layout,
         ) -> Result<NonNull<[u8]>, AllocError> {
             // SAFETY: the caller keeps `Allocator::shrink`'s contract for this allocator.
-            unsafe { <&Self as $trait>::shrink(&self, ptr, old, new) }.map_err(|_| AllocError)
+            unsafe { <&$target as $trait>::shrink(&$get(self), ptr, old, new) }
+                .map_err(|_| AllocError)
         }
     };
 }
@@ -106,7 +121,7 @@ macro_rules! bump_peer {
             fn reset(&mut self) {
                 <$ty>::reset(self);
             }
-            forward_to!($trait);
+            forward_to!($trait, Self, core::convert::identity);
         }
     };
 }
@@ -122,11 +137,25 @@ bump_peer!(
     "bump-scope",
     allocator_api2::alloc::Allocator
 );
-bump_peer!(
-    blink_alloc::BlinkAlloc,
-    "blink-alloc",
-    allocator_api2_04::alloc::Allocator
-);
+
+// blink-alloc's typed API lives on `Blink`, a front end owning the `BlinkAlloc`: the adapter is
+// the `Blink`, so both suites go through the same object (its `allocator()` is a field access).
+// SAFETY: the methods forward to `BlinkAlloc`'s own `Allocator` impl, whose contract is the same
+// in allocator-api2 0.2 and 0.4; `reset` is `Blink`'s safe `&mut self` reset.
+unsafe impl BenchAlloc for blink_alloc::Blink {
+    const NAME: &'static str = "blink-alloc";
+    fn new() -> Self {
+        blink_alloc::Blink::new()
+    }
+    fn reset(&mut self) {
+        blink_alloc::Blink::reset(self);
+    }
+    forward_to!(
+        allocator_api2_04::alloc::Allocator,
+        blink_alloc::BlinkAlloc,
+        blink_alloc::Blink::allocator
+    );
+}
 bump_peer!(
     stumpalo::Arena,
     "stumpalo",

@@ -1,0 +1,298 @@
+//! The `pools` suite: slot pools and the size-class pool against their peers. Ids are
+//! `pools/<crate>/<case>`.
+//!
+//! - Slot level ([`SlotStore`]): arena-pool's `Box<T, &Pool>`, `Box<T>` on the system allocator,
+//!   slab's `insert`/`remove`, fastalloc's `FixedPool` and shared_arena's `Pool`, each with its
+//!   own owning handle, in an alloc+free churn and in fill-then-drain runs freed in LIFO, FIFO and
+//!   random order.
+//! - Mixed sizes: `SizeClassPool` against the system allocator (allocator-api2's `Global`), with
+//!   `Vec` and `HashMap` churn and a live set of mixed-size blocks replaced one at a time.
+//!
+//! One store serves every iteration, and every iteration frees all it allocated, so the measured
+//! state is the pool's steady state (its slabs already taken).
+//!
+//! The thread-safe pools get their rows here too: a `SlotFamily` (in the library's `slots`
+//! module) and one line in `slot_row` for the slot-level rows, one `r.bench` line in `mixed_row`
+//! for the mixed-size rows.
+
+use std::hint::black_box;
+
+use allocator_api2::alloc::{Allocator, Global};
+use allocator_api2::vec::Vec;
+use arena_pool::SizeClassPool;
+use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::{
+    FastallocSlots, Layout, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlotFamily,
+    SlotStore, SystemBox,
+};
+
+/// Live blocks of the fill-then-drain cases.
+const FILL_SIZES: [usize; 2] = [1_000, 100_000];
+/// Vectors of the `Vec` churn case, and their largest length.
+const VECS: usize = 1_000;
+const VEC_MAX_LEN: usize = 256;
+/// Maps of the `HashMap` churn case, and entries per map.
+const MAPS: usize = 100;
+const MAP_ENTRIES: u64 = 100;
+/// Live blocks of the mixed-size churn case.
+const LIVE: usize = 1_000;
+
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    Lifo,
+    Fifo,
+    Random,
+}
+
+impl Order {
+    /// The order in which the blocks `0..n` (allocated in that order) are freed.
+    fn indices(self, n: usize) -> std::vec::Vec<u32> {
+        let mut v: std::vec::Vec<u32> = (0..n as u32).collect();
+        match self {
+            Order::Lifo => v.reverse(),
+            Order::Fifo => {}
+            Order::Random => {
+                // Fisher-Yates with a fixed xorshift sequence: the same order for every crate.
+                let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+                for i in (1..n).rev() {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    v.swap(i, (x % (i as u64 + 1)) as usize);
+                }
+            }
+        }
+        v
+    }
+}
+
+/// `insert` then `remove` of one value, `N` times: the free slot is reused each time.
+fn churn<F: SlotFamily, const W: usize>(d: &mut Driver<'_, '_>) {
+    let store = F::Store::<Payload<W>>::with_capacity(1);
+    d.steady(|| {
+        for i in 0..N as u64 {
+            let h = store.insert(Payload::new(i));
+            black_box(&h);
+            store.remove(h);
+        }
+    });
+}
+
+/// `n` inserts, then the `n` removes in `order`.
+fn fill_drain<F: SlotFamily>(d: &mut Driver<'_, '_>, n: usize, order: Order) {
+    let store = F::Store::<Payload<4>>::with_capacity(n);
+    let order = order.indices(n);
+    let mut handles = std::vec::Vec::with_capacity(n);
+    d.steady(|| {
+        for i in 0..n as u64 {
+            handles.push(Some(store.insert(Payload::new(i))));
+        }
+        black_box(&mut handles);
+        for &i in &order {
+            store.remove(handles[i as usize].take().unwrap());
+        }
+        handles.clear();
+    });
+}
+
+#[derive(Clone, Copy)]
+enum SlotCase {
+    /// `churn` with a payload of `W` words.
+    Churn(usize),
+    /// `fill_drain` of `n` 32-byte payloads.
+    FillDrain(usize, Order),
+}
+
+impl SlotCase {
+    fn ops(self) -> u64 {
+        match self {
+            SlotCase::Churn(_) => N as u64,
+            SlotCase::FillDrain(n, _) => 2 * n as u64,
+        }
+    }
+
+    fn run<F: SlotFamily>(self, d: &mut Driver<'_, '_>) {
+        match self {
+            SlotCase::Churn(1) => churn::<F, 1>(d),
+            SlotCase::Churn(4) => churn::<F, 4>(d),
+            SlotCase::Churn(16) => churn::<F, 16>(d),
+            SlotCase::Churn(128) => churn::<F, 128>(d),
+            SlotCase::Churn(w) => unreachable!("no churn case for {w} words"),
+            SlotCase::FillDrain(n, order) => fill_drain::<F>(d, n, order),
+        }
+    }
+}
+
+/// One slot-level row for every store, arena-pool first.
+fn slot_row(r: &mut Runner<'_>, name: &str, case: SlotCase) {
+    fn one<F: SlotFamily>(r: &mut Runner<'_>, name: &str, case: SlotCase) {
+        r.bench(F::NAME, name, case.ops(), |d| case.run::<F>(d));
+    }
+    one::<PoolSlots>(r, name, case);
+    one::<SystemBox>(r, name, case);
+    one::<SlabSlots>(r, name, case);
+    one::<FastallocSlots>(r, name, case);
+    one::<SharedArenaSlots>(r, name, case);
+}
+
+#[derive(Clone, Copy)]
+enum MixedCase {
+    /// `VECS` vectors of `u64`, of lengths cycling through 1 ..= `VEC_MAX_LEN`, each built by
+    /// pushes (growing by doubling) and dropped.
+    VecChurn,
+    /// `MAPS` maps of `MAP_ENTRIES` entries, each built by inserts and dropped.
+    MapChurn,
+    /// A live set of `LIVE` blocks of 16 B to 1 KiB: `N` times, one block (a fixed
+    /// pseudo-random choice) is freed and replaced by one of another size.
+    Replace,
+}
+
+impl MixedCase {
+    fn ops(self) -> u64 {
+        match self {
+            MixedCase::VecChurn => VECS as u64,
+            MixedCase::MapChurn => MAPS as u64 * MAP_ENTRIES,
+            MixedCase::Replace => N as u64,
+        }
+    }
+
+    fn run<A: Allocator + Copy>(self, d: &mut Driver<'_, '_>, a: A) {
+        match self {
+            MixedCase::VecChurn => d.steady(|| {
+                for k in 0..VECS {
+                    let len = 1 + (k * 37) % VEC_MAX_LEN;
+                    let mut v = Vec::new_in(a);
+                    for i in 0..len as u64 {
+                        v.push(i);
+                    }
+                    black_box(&mut v);
+                }
+            }),
+            MixedCase::MapChurn => d.steady(|| {
+                for m in 0..MAPS as u64 {
+                    let mut map = hashbrown::HashMap::with_hasher_in(SeqHash, a);
+                    for k in 0..MAP_ENTRIES {
+                        map.insert(m * MAP_ENTRIES + k, k);
+                    }
+                    black_box(&mut map);
+                }
+            }),
+            MixedCase::Replace => {
+                let steps = replacements(N, LIVE);
+                let mut live: std::vec::Vec<(core::ptr::NonNull<u8>, Layout)> = steps[..LIVE]
+                    .iter()
+                    .map(|&(_, layout)| (a.allocate(layout).unwrap().cast(), layout))
+                    .collect();
+                d.steady(|| {
+                    for &(i, layout) in &steps {
+                        let slot = &mut live[i];
+                        // SAFETY: `slot` holds a live block of `a` with its layout; it is
+                        // replaced by a fresh one at once.
+                        unsafe { a.deallocate(slot.0, slot.1) };
+                        *slot = (a.allocate(layout).unwrap().cast(), layout);
+                    }
+                    black_box(&mut live);
+                });
+                for (p, layout) in live {
+                    // SAFETY: every block left in the set is live, allocated by `a` with `layout`.
+                    unsafe { a.deallocate(p, layout) };
+                }
+            }
+        }
+    }
+}
+
+/// `n` replacement steps over a live set of `live` blocks: which block, and the new layout
+/// (16 B to 1 KiB, alignment 8; a fixed xorshift sequence).
+fn replacements(n: usize, live: usize) -> std::vec::Vec<(usize, Layout)> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..n.max(live))
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let size = 16 + (x >> 16) % 1009;
+            (
+                (x % live as u64) as usize,
+                Layout::from_size_align(size as usize, 8).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A hasher for the map churn: the keys are distinct integers, so their identity (mixed) is
+/// enough, and costs every allocator the same.
+#[derive(Clone, Copy)]
+struct SeqHash;
+
+impl core::hash::BuildHasher for SeqHash {
+    type Hasher = SeqHasher;
+    fn build_hasher(&self) -> SeqHasher {
+        SeqHasher(0)
+    }
+}
+
+struct SeqHasher(u64);
+
+impl core::hash::Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        let x = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^ (x >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 ^= x;
+    }
+}
+
+/// One mixed-size row: `SizeClassPool` (the column named arena-pool) and the system allocator.
+fn mixed_row(r: &mut Runner<'_>, name: &str, case: MixedCase) {
+    r.bench("arena-pool", name, case.ops(), |d| {
+        let pool = SizeClassPool::new();
+        case.run(d, &pool);
+    });
+    r.bench("System", name, case.ops(), |d| case.run(d, Global));
+}
+
+fn pools(r: &mut Runner<'_>) {
+    for words in [1, 4, 16, 128] {
+        slot_row(
+            r,
+            &format!("Pool: alloc + free of {} B x {N}", 8 * words),
+            SlotCase::Churn(words),
+        );
+    }
+    for n in FILL_SIZES {
+        for order in [Order::Lifo, Order::Fifo, Order::Random] {
+            let order_name = format!("{order:?}").to_uppercase();
+            slot_row(
+                r,
+                &format!("Pool: fill {n} x 32 B, free in {order_name} order"),
+                SlotCase::FillDrain(n, order),
+            );
+        }
+    }
+    mixed_row(
+        r,
+        &format!("SizeClassPool: Vec<u64> of 1 to {VEC_MAX_LEN} pushes x {VECS}"),
+        MixedCase::VecChurn,
+    );
+    mixed_row(
+        r,
+        &format!("SizeClassPool: HashMap<u64, u64> of {MAP_ENTRIES} inserts x {MAPS}"),
+        MixedCase::MapChurn,
+    );
+    mixed_row(
+        r,
+        &format!("SizeClassPool: replace one of {LIVE} live blocks (16 B to 1 KiB) x {N}"),
+        MixedCase::Replace,
+    );
+}
+
+fn main() {
+    run_suite("pools", pools);
+}
