@@ -76,6 +76,63 @@ macro_rules! arena_allocator {
 
 arena_allocator!([A: Allocator] Arena<A>);
 arena_allocator!(['a] ArenaRef<'a>);
+#[cfg(feature = "std")]
+arena_allocator!(['a, A: Allocator] crate::LocalArena<'a, A>);
+
+/// The shared path of `SyncArena`.
+// SAFETY: blocks are disjoint ranges of chunks the arena owns, each claimed by one
+// compare-and-swap of the chunk's cursor (or under the lock before the chunk is published), aligned
+// and sized as requested; the cursor moves back only over the last block of the current chunk,
+// given back by its owner. Blocks stay valid until deallocated, `reset` (`&mut`) or drop.
+#[cfg(feature = "std")]
+unsafe impl<A: Allocator> Allocator for crate::SyncArena<A> {
+    #[inline(always)]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        match self.place(layout) {
+            Ok(p) => Ok(NonNull::slice_from_raw_parts(p, layout.size())),
+            Err(_) => Err(AllocError),
+        }
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
+        unsafe { self.deallocate_impl(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller's `Allocator::grow` contract.
+        unsafe { self.grow_impl(ptr, old_layout, new_layout, false) }
+    }
+
+    #[inline]
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
+        unsafe { self.grow_impl(ptr, old_layout, new_layout, true) }
+    }
+
+    #[inline]
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
+        unsafe { self.shrink_impl(ptr, old_layout, new_layout) }
+    }
+}
 
 /// Implements `Allocator` for a pool type with inherent `*_impl` methods.
 macro_rules! pool_allocator {

@@ -18,9 +18,18 @@ mod arena;
 mod bridges;
 mod error;
 mod pool;
+#[cfg(feature = "std")]
+mod sync;
+// Fuzz builds only (`--cfg fuzzing`): the pure size arithmetic, for the `layout_math` target.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+#[path = "fuzzing.rs"]
+pub mod __fuzzing;
 
 pub use allocator_api2;
 pub use allocator_api2::alloc::AllocError;
 pub use arena::{Arena, ArenaRef, ArenaStats, Checkpoint, ScopeGuard};
 pub use error::AllocOrInitError;
 pub use pool::{ClassStats, Pool, PoolStats, SizeClassOptions, SizeClassPool, SizeClassStats};
+#[cfg(feature = "std")]
+pub use sync::{LocalArena, SyncArena, SyncPool};

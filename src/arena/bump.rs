@@ -200,9 +200,7 @@ impl RawArena {
     ) -> Result<Chunk, Failure> {
         let block_layout =
             Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
-        let block = src
-            .allocate_chunk(block_layout)
-            .map_err(|AllocError| Failure::OutOfMemory(block_layout))?;
+        let block = src.allocate_chunk(block_layout)?;
         // Use exactly the requested size (the allocator may return more): the limit stays exact
         // and `size` is a valid length to give back.
         let block = NonNull::slice_from_raw_parts(block.cast::<u8>(), size);
@@ -574,6 +572,11 @@ impl RawArena {
     /// Bytes left in the current chunk.
     pub(crate) fn chunk_capacity(&self) -> usize {
         self.end.get().addr().get() - self.ptr.get().addr().get()
+    }
+
+    /// The free bytes of the current chunk, `[ptr, end)` (empty on the sentinel).
+    pub(crate) fn free_range(&self) -> (NonNull<u8>, NonNull<u8>) {
+        (self.ptr.get(), self.end.get())
     }
 
     /// Chunks held.

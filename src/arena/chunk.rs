@@ -9,7 +9,7 @@
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
-use allocator_api2::alloc::AllocError;
+use crate::error::Failure;
 
 /// Alignment of every chunk and of the first usable byte after its header.
 pub(crate) const CHUNK_ALIGN: usize = 16;
@@ -45,8 +45,9 @@ const _: () = assert!(HEADER_SIZE <= FIRST_CHUNK_SIZE / 4);
 /// Where an arena's chunks come from and go back to: its backing allocator, behind a vtable so
 /// that [`ArenaRef`](crate::ArenaRef) need not name the allocator's type.
 pub(crate) trait ChunkSource {
-    /// Takes a block for a chunk from the backing allocator.
-    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError>;
+    /// Takes a block for a chunk from the backing allocator; the failure says why it could not
+    /// (out of memory, or a limit of the source).
+    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure>;
 
     /// Returns a chunk's block to the backing allocator.
     ///

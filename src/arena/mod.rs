@@ -4,17 +4,32 @@ mod bump;
 mod chunk;
 mod scope;
 mod stats;
-mod typed;
+pub(crate) mod typed;
 
 use core::fmt;
 use core::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 
+use crate::error::Failure;
+
 pub(crate) use bump::{RawArena, dangling};
-pub(crate) use chunk::ChunkSource;
+pub(crate) use chunk::{
+    CHUNK_ALIGN, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity,
+};
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
+pub(crate) use stats::stats_api;
+pub(crate) use typed::typed_api;
+
+/// Fuzz builds only: the chunk arithmetic, re-exported by `crate::__fuzzing`.
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing {
+    pub(crate) use super::chunk::{
+        CHUNK_ALIGN, FIRST_CHUNK_SIZE, HEADER_SIZE, MAX_CHUNK_SIZE, chunk_size_for,
+        chunk_size_for_capacity, min_chunk_size, regular_nominal,
+    };
+}
 
 /// A bump allocator: allocation moves a pointer forward through chunks taken from the backing
 /// allocator `A`, and everything is freed at once by [`reset`](Arena::reset) or drop.
@@ -307,8 +322,10 @@ impl<A: Allocator> Arena<A> {
 }
 
 impl<A: Allocator> ChunkSource for Arena<A> {
-    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.alloc.allocate(layout)
+    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.alloc
+            .allocate(layout)
+            .map_err(|AllocError| Failure::OutOfMemory(layout))
     }
 
     unsafe fn deallocate_chunk(&self, ptr: NonNull<u8>, layout: Layout) {

@@ -15,6 +15,13 @@ mod slot_pool;
 pub use size_class::{ClassStats, SizeClassOptions, SizeClassPool, SizeClassStats};
 pub use slot_pool::{Pool, PoolStats};
 
+/// Fuzz builds only: the size-class and slab arithmetic, re-exported by `crate::__fuzzing`.
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing {
+    pub(crate) use super::size_class::{class_of, class_size};
+    pub(crate) use super::slab::Slab;
+}
+
 /// How a pool grows or shrinks a block it cannot keep in place: when both layouts go to the
 /// backing allocator, that allocator's own `grow`/`shrink`; otherwise a new block through the
 /// pool's routing, a copy of `min(old, new)` bytes, and the old block given back the way it came.

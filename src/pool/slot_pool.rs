@@ -270,6 +270,12 @@ impl<A: Allocator> Pool<A> {
         }
     }
 
+    /// Whether `p` lies in one of this pool's slabs (how a `SyncPool` finds a block's shard).
+    #[inline]
+    pub(crate) fn owns(&self, p: NonNull<u8>) -> bool {
+        self.map.get(p.addr().get()).is_some()
+    }
+
     // ----- the slot path -----
 
     /// Whether `layout` is served from a slot (routing depends on the layout only).

@@ -1,0 +1,810 @@
+//! [`SyncArena`]: a bump arena shared by threads. The bump is one compare-and-swap on the current
+//! chunk's cursor; taking a new chunk happens under a lock.
+
+use core::alloc::Layout;
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use allocator_api2::alloc::{AllocError, Allocator, Global};
+
+use super::shim::{AtomicPtr, AtomicUsize, Mutex, Ordering};
+use crate::arena::{
+    ArenaStats, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, dangling,
+};
+use crate::error::Failure;
+use crate::sync::LocalArena;
+
+/// The header at the start of every chunk of a [`SyncArena`].
+struct SharedChunk {
+    /// Address of the next free byte. Only moved by compare-and-swap (or under `&mut`).
+    cursor: AtomicUsize,
+    /// One past the last usable byte (an address); fixed.
+    end: usize,
+    /// Size of the block taken from the backing allocator; fixed.
+    size: usize,
+    /// The next chunk of the list this chunk is on (used chunks, newest first; or spares).
+    next: Option<NonNull<SharedChunk>>,
+}
+
+/// Offset of a chunk's first usable byte: the header, rounded up so that data starts aligned to
+/// the chunk's alignment (under loom, whose atomics are larger, the header is too).
+const DATA_OFFSET: usize = size_of::<SharedChunk>().next_multiple_of(CHUNK_ALIGN);
+/// Alignment of every chunk block, hence of every chunk's first usable byte.
+const CHUNK_ALIGN: usize = crate::arena::CHUNK_ALIGN;
+
+/// A handle to a chunk (the block's own pointer, which carries its provenance).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Chunk(NonNull<SharedChunk>);
+
+impl Chunk {
+    fn header(&self) -> &SharedChunk {
+        // SAFETY: a `Chunk` is only made for an initialised header, and the arena keeps the block
+        // until `&mut self` methods or drop, none of which runs while a `&self` borrow (and so a
+        // chunk handle in use) is alive.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Links this chunk to `next`. Only called under the lock or `&mut SyncArena`, on a chunk no
+    /// other thread follows the link of.
+    fn set_next(&self, next: Option<Chunk>) {
+        // SAFETY: the header is initialised and the caller excludes every other access to `next`
+        // (the only non-atomic field that ever changes).
+        unsafe { (*self.0.as_ptr()).next = next.map(|c| c.0) };
+    }
+
+    fn next(&self) -> Option<Chunk> {
+        self.header().next.map(Chunk)
+    }
+
+    fn start(&self) -> usize {
+        self.0.addr().get() + DATA_OFFSET
+    }
+
+    fn block_layout(&self) -> Layout {
+        // SAFETY: the block was allocated with this size and alignment.
+        unsafe { Layout::from_size_align_unchecked(self.header().size, CHUNK_ALIGN) }
+    }
+
+    /// A pointer to `addr` inside this chunk, with the block's provenance.
+    fn at(&self, addr: usize) -> NonNull<u8> {
+        debug_assert!(addr >= self.start() && addr <= self.header().end);
+        // SAFETY: `addr` lies inside the chunk's block, which does not contain address 0.
+        unsafe { NonNull::new_unchecked(self.0.as_ptr().cast::<u8>().with_addr(addr)) }
+    }
+
+    /// Bumps `layout` (not empty) with a compare-and-swap loop; `None` when it does not fit.
+    #[inline(always)]
+    fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
+        let h = self.header();
+        // Relaxed: a stale value only makes the first compare-and-swap fail.
+        let mut cur = h.cursor.load(Ordering::Relaxed);
+        loop {
+            let pad = cur.wrapping_neg() & (layout.align() - 1);
+            // `cur <= end` always holds, and `pad + size` cannot overflow (see `RawArena::bump`).
+            if pad + layout.size() > h.end - cur {
+                return None;
+            }
+            let start = cur + pad;
+            // Acquire on success: the bytes may have been given back by another thread
+            // (`deallocate`/`shrink` of the last block, a `LocalArena`'s unused tail) with a
+            // Release compare-and-swap; their last writes must happen before ours.
+            match h.cursor.compare_exchange_weak(
+                cur,
+                start + layout.size(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(self.at(start)),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Moves the cursor from `from` to `to` if it is at `from`: growing or shrinking the last
+    /// block in place (or giving a tail back). Returns whether it moved.
+    fn move_cursor(&self, from: usize, to: usize) -> bool {
+        // AcqRel: moving back releases bytes our writes touched; moving forward acquires bytes
+        // another thread may have released.
+        self.header()
+            .cursor
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Bytes handed out from this chunk.
+    fn used(&self) -> usize {
+        self.header().cursor.load(Ordering::Relaxed) - self.start()
+    }
+
+    fn capacity(&self) -> usize {
+        self.header().end - self.start()
+    }
+}
+
+/// The chunk lists and accounting, guarded by the arena's lock.
+struct Chunks {
+    /// Chunks in use, newest (the current one) first.
+    used: Option<Chunk>,
+    /// Chunks kept by `reset` for reuse.
+    spares: Option<Chunk>,
+    /// Sum of the nominal sizes of the regular chunks taken (drives the next chunk's size).
+    growth: usize,
+    /// Bytes held from the backing allocator, headers included.
+    held: usize,
+    /// Chunks held.
+    count: usize,
+    /// Cap on `held`.
+    limit: Option<usize>,
+}
+
+// SAFETY: `Chunks` holds pointers to chunks the arena owns exclusively; they are only followed
+// under the arena's lock or through `&mut SyncArena`, so moving the list to another thread (inside
+// the lock) is sound.
+unsafe impl Send for Chunks {}
+
+/// A bump arena that threads share: `&SyncArena` allocates from any thread, as an
+/// [`Allocator`] and through typed helpers, and every block stays valid until the arena is
+/// [`reset`](SyncArena::reset) or dropped.
+///
+/// - **Shared path**: each allocation is one compare-and-swap on the current chunk's cursor; a
+///   thread that finds the chunk full takes a new one under a lock, while the others keep
+///   bumping.
+/// - **Per-thread path**: [`local`](SyncArena::local) gives a [`LocalArena`] that takes pieces of
+///   the shared arena and bumps inside them with no atomic operation at all; its typed helpers
+///   return references that live as long as the `SyncArena` borrow, so a thread can build part of
+///   a shared result and hand it out.
+/// - The last block of the current chunk can be grown, shrunk or given back in place (one
+///   compare-and-swap), so a `Vec` growing alone at the end of the arena does not copy.
+/// - Values are never dropped by the arena (as with [`Arena`](crate::Arena)).
+///
+/// `SyncArena` is `Sync` when `A` is, and `Send` when `A` is.
+///
+/// ```
+/// use arena_pool::SyncArena;
+///
+/// let arena = SyncArena::new();
+/// let parts: Vec<&[u32]> = std::thread::scope(|s| {
+///     let jobs: Vec<_> = (0..4u32)
+///         .map(|t| {
+///             let arena = &arena;
+///             s.spawn(move || {
+///                 let local = arena.local();
+///                 &*local.alloc_slice_fill_with(100, |i| t * 1000 + i as u32)
+///             })
+///         })
+///         .collect();
+///     jobs.into_iter().map(|j| j.join().unwrap()).collect()
+/// });
+/// assert_eq!(parts[3][99], 3099);
+/// assert_eq!(*arena.alloc(7u8), 7); // the shared path
+/// ```
+pub struct SyncArena<A: Allocator = Global> {
+    /// The chunk being bumped (null before the first one). Stored with Release after the chunk's
+    /// header is written, loaded with Acquire.
+    current: AtomicPtr<SharedChunk>,
+    chunks: Mutex<Chunks>,
+    alloc: A,
+}
+
+impl SyncArena {
+    /// An empty arena on the global allocator. Allocates nothing until the first allocation.
+    #[must_use]
+    pub fn new() -> SyncArena {
+        SyncArena::new_in(Global)
+    }
+
+    /// An arena on the global allocator whose first chunk holds at least `capacity` bytes.
+    ///
+    /// # Panics
+    /// When the capacity overflows; calls `handle_alloc_error` when the allocator fails.
+    ///
+    /// ```
+    /// let arena = arena_pool::SyncArena::with_capacity(1 << 16);
+    /// assert!(arena.stats().chunk_capacity >= 1 << 16);
+    /// ```
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> SyncArena {
+        SyncArena::with_capacity_in(capacity, Global)
+    }
+}
+
+impl Default for SyncArena {
+    fn default() -> SyncArena {
+        SyncArena::new()
+    }
+}
+
+impl<A: Allocator> SyncArena<A> {
+    /// An empty arena taking its chunks from `alloc`.
+    pub fn new_in(alloc: A) -> SyncArena<A> {
+        SyncArena {
+            current: AtomicPtr::new(ptr::null_mut()),
+            chunks: Mutex::new(Chunks {
+                used: None,
+                spares: None,
+                growth: 0,
+                held: 0,
+                count: 0,
+                limit: None,
+            }),
+            alloc,
+        }
+    }
+
+    /// An arena taking its chunks from `alloc`, whose first chunk holds at least `capacity`
+    /// bytes.
+    ///
+    /// # Panics
+    /// When the capacity overflows; calls `handle_alloc_error` when `alloc` fails.
+    pub fn with_capacity_in(capacity: usize, alloc: A) -> SyncArena<A> {
+        SyncArena::reserved(capacity, alloc).unwrap_or_else(|e| e.raise())
+    }
+
+    /// Like [`with_capacity_in`](SyncArena::with_capacity_in), returning `Err` instead of
+    /// panicking.
+    pub fn try_with_capacity_in(capacity: usize, alloc: A) -> Result<SyncArena<A>, AllocError> {
+        SyncArena::reserved(capacity, alloc).map_err(|_| AllocError)
+    }
+
+    fn reserved(capacity: usize, alloc: A) -> Result<SyncArena<A>, Failure> {
+        let arena = SyncArena::new_in(alloc);
+        let extra = DATA_OFFSET - HEADER_SIZE.min(DATA_OFFSET);
+        let (size, nominal) = capacity
+            .checked_add(extra)
+            .and_then(chunk_size_for_capacity)
+            .ok_or(Failure::CapacityOverflow)?;
+        let mut chunks = arena.chunks.lock();
+        let c = arena.take_block(&mut chunks, size, nominal)?;
+        chunks.used = Some(c);
+        arena.current.store(c.0.as_ptr(), Ordering::Release);
+        drop(chunks);
+        Ok(arena)
+    }
+
+    /// The backing allocator.
+    pub fn allocator(&self) -> &A {
+        &self.alloc
+    }
+
+    /// A per-thread handle that bumps without atomic operations inside pieces taken from this
+    /// arena. Its blocks, like all of this arena's, stay valid until the arena is reset or
+    /// dropped; dropping the handle gives the unused end of its last piece back when no other
+    /// thread took memory after it.
+    ///
+    /// ```
+    /// let arena = arena_pool::SyncArena::new();
+    /// let s = arena.local().alloc_str("built on one thread");
+    /// assert_eq!(s, "built on one thread"); // outlives the handle
+    /// ```
+    pub fn local(&self) -> LocalArena<'_, A> {
+        LocalArena::new(self)
+    }
+
+    /// Caps the bytes held from the backing allocator (chunk headers included); `None` removes
+    /// the cap. Allocations that would need more fail (`Err` from the fallible API, a panic from
+    /// the others); memory already held stays.
+    pub fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.chunks.lock().limit = limit;
+    }
+
+    /// The allocation limit, if one is set.
+    pub fn allocation_limit(&self) -> Option<usize> {
+        self.chunks.lock().limit
+    }
+
+    /// Forgets every block and keeps the chunks for reuse, the largest first.
+    pub fn reset(&mut self) {
+        let chunks = self.chunks.get_mut();
+        // Move every used chunk onto the spare list, then rewind every spare's cursor and find
+        // the largest. `&mut self`: no other thread is inside the arena, no block is used again.
+        let mut used = chunks.used.take();
+        while let Some(c) = used {
+            used = c.next();
+            c.set_next(chunks.spares);
+            chunks.spares = Some(c);
+        }
+        let mut largest: Option<Chunk> = None;
+        let mut spare = chunks.spares;
+        while let Some(c) = spare {
+            c.header().cursor.store(c.start(), Ordering::Relaxed);
+            if largest.is_none_or(|l| c.header().size > l.header().size) {
+                largest = Some(c);
+            }
+            spare = c.next();
+        }
+        // The largest becomes current again; the others stay spares.
+        let current = match largest {
+            Some(l) => {
+                chunks.spares = unlink(chunks.spares, l);
+                l.set_next(None);
+                chunks.used = Some(l);
+                l.0.as_ptr()
+            }
+            None => ptr::null_mut(),
+        };
+        self.current.store(current, Ordering::Relaxed);
+    }
+
+    /// Returns the chunks kept for reuse (by [`reset`](SyncArena::reset)) to the backing
+    /// allocator.
+    pub fn trim(&mut self) {
+        let chunks = self.chunks.get_mut();
+        let mut spare = chunks.spares.take();
+        while let Some(c) = spare {
+            spare = c.next();
+            chunks.held -= c.header().size;
+            chunks.count -= 1;
+            // SAFETY: a spare holds no live block, and `&mut self` proves no thread uses it.
+            unsafe { free_chunk(&self.alloc, c) };
+        }
+    }
+
+    /// Statistics, as for [`Arena`](crate::Arena). `used_bytes` counts the pieces taken by
+    /// [`LocalArena`]s in full.
+    pub fn stats(&self) -> ArenaStats {
+        let chunks = self.chunks.lock();
+        let mut used_bytes = 0;
+        let mut c = chunks.used;
+        while let Some(x) = c {
+            used_bytes += x.used();
+            c = x.next();
+        }
+        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
+        ArenaStats {
+            chunks: chunks.count,
+            used_bytes,
+            allocated_bytes: chunks.held - chunks.count * DATA_OFFSET,
+            allocated_bytes_including_metadata: chunks.held,
+            chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
+            allocation_limit: chunks.limit,
+        }
+    }
+
+    /// Bytes handed out (see [`stats`](SyncArena::stats)).
+    pub fn used_bytes(&self) -> usize {
+        self.stats().used_bytes
+    }
+
+    /// Usable bytes of every chunk held (see [`stats`](SyncArena::stats)).
+    pub fn allocated_bytes(&self) -> usize {
+        self.stats().allocated_bytes
+    }
+
+    // ----- allocation -----
+
+    /// Allocates `layout`: bump the current chunk, or take the cold path.
+    #[inline(always)]
+    pub(crate) fn place(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        if layout.size() != 0 {
+            if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
+                if let Some(p) = Chunk(c).bump(layout) {
+                    return Ok(p);
+                }
+            }
+        }
+        self.place_slow(layout)
+    }
+
+    /// Under the lock: bump the chunk another thread may have installed meanwhile, else take a
+    /// spare or a new chunk, bump the block in it and publish it as current.
+    #[cold]
+    #[inline(never)]
+    fn place_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout.align()));
+        }
+        let mut chunks = self.chunks.lock();
+        // Relaxed is enough here: `current` is only stored under this lock, which we hold.
+        if let Some(c) = NonNull::new(self.current.load(Ordering::Relaxed)) {
+            if let Some(p) = Chunk(c).bump(layout) {
+                return Ok(p);
+            }
+        }
+        let c = match take_spare(&mut chunks, layout) {
+            Some(c) => c,
+            None => self.new_chunk(&mut chunks, layout)?,
+        };
+        c.set_next(chunks.used);
+        chunks.used = Some(c);
+        // Nobody else sees `c` yet: bump the request before publishing. (The chunk was chosen or
+        // sized for the layout, so this does not fail; if it did, the chunk stays held.)
+        let p = c.bump(layout).ok_or(Failure::CapacityOverflow)?;
+        // Release: the header written above is visible to every thread that loads `c`.
+        self.current.store(c.0.as_ptr(), Ordering::Release);
+        Ok(p)
+    }
+
+    /// Takes a new chunk for `layout` from the backing allocator, honouring the limit.
+    fn new_chunk(&self, chunks: &mut Chunks, layout: Layout) -> Result<Chunk, Failure> {
+        // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
+        let extra = DATA_OFFSET - HEADER_SIZE.min(DATA_OFFSET);
+        let padded = Layout::from_size_align(
+            layout
+                .size()
+                .checked_add(extra)
+                .ok_or(Failure::CapacityOverflow)?,
+            layout.align(),
+        )
+        .map_err(|_| Failure::CapacityOverflow)?;
+        let (mut size, mut nominal) =
+            chunk_size_for(padded, chunks.growth, false).ok_or(Failure::CapacityOverflow)?;
+        if let Some(limit) = chunks.limit {
+            let left = limit.saturating_sub(chunks.held);
+            if size > left {
+                let needed = (DATA_OFFSET + layout.align().saturating_sub(CHUNK_ALIGN))
+                    .checked_add(layout.size())
+                    .and_then(|n| n.checked_next_multiple_of(CHUNK_ALIGN))
+                    .ok_or(Failure::CapacityOverflow)?;
+                if needed > left {
+                    return Err(Failure::LimitReached { limit });
+                }
+                size = left & !(CHUNK_ALIGN - 1);
+                nominal = nominal.min(size);
+            }
+        }
+        self.take_block(chunks, size, nominal)
+    }
+
+    /// Takes a block of `size` bytes from the backing allocator and makes it a chunk (not linked
+    /// yet), recording it in the accounting.
+    fn take_block(
+        &self,
+        chunks: &mut Chunks,
+        size: usize,
+        nominal: usize,
+    ) -> Result<Chunk, Failure> {
+        let block_layout =
+            Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
+        let block = self
+            .alloc
+            .allocate(block_layout)
+            .map_err(|AllocError| Failure::OutOfMemory(block_layout))?;
+        let base = block.cast::<SharedChunk>();
+        let start = base.addr().get() + DATA_OFFSET;
+        // SAFETY: the block is fresh, CHUNK_ALIGN-aligned (enough for the header) and at least
+        // `size >= DATA_OFFSET` bytes long.
+        unsafe {
+            base.write(SharedChunk {
+                cursor: AtomicUsize::new(start),
+                end: base.addr().get() + size,
+                size,
+                next: None,
+            });
+        }
+        chunks.held += size;
+        chunks.count += 1;
+        chunks.growth = chunks.growth.saturating_add(nominal);
+        Ok(Chunk(base))
+    }
+
+    /// Gives `[from, to)` back when it is the end of what the current chunk handed out.
+    pub(crate) fn give_back(&self, from: NonNull<u8>, to: NonNull<u8>) {
+        if from == to {
+            return;
+        }
+        if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
+            // Succeeds only when `to` is the cursor, which proves `[from, to)` lies in this chunk
+            // (chunks do not overlap, and the cursor is inside its own chunk).
+            Chunk(c).move_cursor(to.addr().get(), from.addr().get());
+        }
+    }
+
+    /// In-place resize of the last block `[p, p + old)` to `new_size`, if it is the last block of
+    /// the current chunk and the chunk has room.
+    fn resize_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
+            return false;
+        };
+        let (Some(from), Some(to)) = (
+            p.addr().get().checked_add(old),
+            p.addr().get().checked_add(new_size),
+        ) else {
+            return false;
+        };
+        to <= c.header().end && c.move_cursor(from, to)
+    }
+}
+
+/// Frees a chunk's block.
+///
+/// # Safety
+/// `c` is held by the arena owning `alloc`, is unlinked, and none of its blocks is used again.
+unsafe fn free_chunk<A: Allocator>(alloc: &A, c: Chunk) {
+    let layout = c.block_layout();
+    // SAFETY: the header is ours and initialised; dropping it in place releases what loom's
+    // atomics track (nothing for the standard ones).
+    unsafe { ptr::drop_in_place(c.0.as_ptr()) };
+    // SAFETY: the block came from `alloc` with this layout (caller).
+    unsafe { alloc.deallocate(c.0.cast(), layout) };
+}
+
+/// Removes `c` from the list starting at `head`; returns the new head.
+fn unlink(head: Option<Chunk>, c: Chunk) -> Option<Chunk> {
+    if head == Some(c) {
+        return c.next();
+    }
+    let mut prev = head;
+    while let Some(x) = prev {
+        if x.next() == Some(c) {
+            x.set_next(c.next());
+            break;
+        }
+        prev = x.next();
+    }
+    head
+}
+
+/// Takes the first spare chunk that holds `layout`, if any.
+fn take_spare(chunks: &mut Chunks, layout: Layout) -> Option<Chunk> {
+    let mut s = chunks.spares;
+    while let Some(c) = s {
+        let start = c.start();
+        let pad = start.wrapping_neg() & (layout.align() - 1);
+        if pad.checked_add(layout.size())? <= c.capacity() {
+            chunks.spares = unlink(chunks.spares, c);
+            return Some(c);
+        }
+        s = c.next();
+    }
+    None
+}
+
+impl<A: Allocator> Drop for SyncArena<A> {
+    fn drop(&mut self) {
+        let chunks = self.chunks.get_mut();
+        for list in [chunks.used.take(), chunks.spares.take()] {
+            let mut c = list;
+            while let Some(x) = c {
+                c = x.next();
+                // SAFETY: ownership: no thread is inside the arena and no block is used again.
+                unsafe { free_chunk(&self.alloc, x) };
+            }
+        }
+    }
+}
+
+impl<A: Allocator> fmt::Debug for SyncArena<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncArena")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A [`LocalArena`]'s pieces: blocks of the shared arena, owned by it until reset or drop.
+impl<A: Allocator> ChunkSource for SyncArena<A> {
+    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        let p = self.place(layout)?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    unsafe fn deallocate_chunk(&self, _ptr: NonNull<u8>, _layout: Layout) {
+        // Pieces stay with the shared arena: the `LocalArena`'s blocks in them outlive it.
+    }
+}
+
+// ----- the shared path's Allocator rules and typed helpers -----
+
+impl<A: Allocator> SyncArena<A> {
+    /// `Allocator::deallocate`: gives the block back when it is the last of the current chunk.
+    ///
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            // SAFETY: `p + size` is the end of the caller's block, inside one chunk.
+            let end = unsafe { p.add(layout.size()) };
+            self.give_back(p, end);
+        }
+    }
+
+    /// `Allocator::grow` / `grow_zeroed`: in place when the block is last and the chunk has room.
+    ///
+    /// # Safety
+    /// The `Allocator::grow` contract.
+    pub(crate) unsafe fn grow_impl(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let q = if old.size() != 0
+            && p.addr().get() & (new.align() - 1) == 0
+            && self.resize_last(p, old.size(), new.size())
+        {
+            p
+        } else {
+            let q = self.place(new).map_err(|_| AllocError)?;
+            // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`;
+            // `p` is readable for `old.size()` bytes and `q` writable for more.
+            unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
+            // SAFETY: the old block is not used again (the grow contract).
+            unsafe { self.deallocate_impl(p, old) };
+            q
+        };
+        if zeroed {
+            // SAFETY: `q` is writable for `new.size()` bytes.
+            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
+        }
+        Ok(NonNull::slice_from_raw_parts(q, new.size()))
+    }
+
+    /// `Allocator::shrink`: gives the tail back when the block is last; moves only for a larger
+    /// alignment.
+    ///
+    /// # Safety
+    /// The `Allocator::shrink` contract.
+    pub(crate) unsafe fn shrink_impl(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        if p.addr().get() & (new.align() - 1) == 0 {
+            let len = if self.resize_last(p, old.size(), new.size()) {
+                new.size()
+            } else {
+                // Not last: the caller may keep using the whole block.
+                old.size()
+            };
+            return Ok(NonNull::slice_from_raw_parts(p, len));
+        }
+        let q = self.place(new).map_err(|_| AllocError)?;
+        // SAFETY: fresh block, no overlap; `new.size() <= old.size()` bytes are readable.
+        unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), new.size()) };
+        Ok(NonNull::slice_from_raw_parts(q, new.size()))
+    }
+
+    /// Places `f()` in a fresh block; gives the block back if `f` panics.
+    #[inline]
+    fn place_with<T>(&self, f: impl FnOnce() -> T) -> Result<NonNull<T>, Failure> {
+        struct GiveBack<'s, A: Allocator> {
+            arena: &'s SyncArena<A>,
+            p: NonNull<u8>,
+            layout: Layout,
+        }
+        impl<A: Allocator> Drop for GiveBack<'_, A> {
+            fn drop(&mut self) {
+                // SAFETY: the block was just allocated with `layout` and holds no value.
+                unsafe { self.arena.deallocate_impl(self.p, self.layout) }
+            }
+        }
+        let layout = Layout::new::<T>();
+        let p = self.place(layout)?;
+        let guard = GiveBack {
+            arena: self,
+            p,
+            layout,
+        };
+        let value = f();
+        core::mem::forget(guard);
+        let p = p.cast::<T>();
+        // SAFETY: a fresh block of `T`'s layout.
+        unsafe { p.write(value) };
+        Ok(p)
+    }
+
+    /// Places a copy of `src` in a fresh block.
+    #[inline]
+    fn place_copy<T: Copy>(&self, src: &[T]) -> Result<NonNull<[T]>, Failure> {
+        let layout = Layout::for_value(src);
+        let p = self.place(layout)?.cast::<T>();
+        // SAFETY: a fresh block of `src`'s layout, which cannot overlap `src`.
+        unsafe { ptr::copy_nonoverlapping(src.as_ptr(), p.as_ptr(), src.len()) };
+        Ok(NonNull::slice_from_raw_parts(p, src.len()))
+    }
+}
+
+/// The typed helpers of the shared path. The full set (iterators, formatting, cloning, …) is on
+/// [`LocalArena`], reachable in one call as `arena.local().alloc_fmt(…)`; its references also live
+/// as long as the `SyncArena` borrow.
+#[allow(clippy::mut_from_ref)]
+impl<A: Allocator> SyncArena<A> {
+    /// Places `value` in the arena (it is never dropped).
+    ///
+    /// # Panics
+    /// When the arena cannot allocate (size overflow, allocation limit); calls
+    /// `handle_alloc_error` when the backing allocator is out of memory.
+    ///
+    /// ```
+    /// let arena = arena_pool::SyncArena::new();
+    /// assert_eq!(*arena.alloc(5u16), 5);
+    /// ```
+    #[inline]
+    pub fn alloc<T>(&self, value: T) -> &mut T {
+        self.alloc_with(|| value)
+    }
+
+    /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking.
+    #[inline]
+    pub fn try_alloc<T>(&self, value: T) -> Result<&mut T, AllocError> {
+        self.try_alloc_with(|| value)
+    }
+
+    /// Places `f()` in the arena; the room is given back if `f` panics.
+    ///
+    /// # Panics
+    /// As [`alloc`](Self::alloc), and when `f` panics.
+    #[inline]
+    pub fn alloc_with<T>(&self, f: impl FnOnce() -> T) -> &mut T {
+        match self.place_with(f) {
+            // SAFETY: a fresh, initialised block, valid until `&mut self` or drop.
+            Ok(p) => unsafe { &mut *p.as_ptr() },
+            Err(e) => e.raise(),
+        }
+    }
+
+    /// Like [`alloc_with`](Self::alloc_with), returning `Err` instead of panicking when the arena
+    /// cannot allocate (`f` is not called then).
+    #[inline]
+    pub fn try_alloc_with<T>(&self, f: impl FnOnce() -> T) -> Result<&mut T, AllocError> {
+        match self.place_with(f) {
+            // SAFETY: as in `alloc_with`.
+            Ok(p) => Ok(unsafe { &mut *p.as_ptr() }),
+            Err(_) => Err(AllocError),
+        }
+    }
+
+    /// An uninitialised block of `layout`.
+    ///
+    /// # Panics
+    /// As [`alloc`](Self::alloc).
+    #[inline]
+    pub fn alloc_layout(&self, layout: Layout) -> NonNull<u8> {
+        self.place(layout).unwrap_or_else(|e| e.raise())
+    }
+
+    /// Like [`alloc_layout`](Self::alloc_layout), returning `Err` instead of panicking.
+    #[inline]
+    pub fn try_alloc_layout(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        self.place(layout).map_err(|_| AllocError)
+    }
+
+    /// Copies `src` into the arena.
+    ///
+    /// # Panics
+    /// As [`alloc`](Self::alloc).
+    ///
+    /// ```
+    /// let arena = arena_pool::SyncArena::new();
+    /// assert_eq!(arena.alloc_slice_copy(&[1, 2, 3]), &[1, 2, 3]);
+    /// ```
+    #[inline]
+    pub fn alloc_slice_copy<T: Copy>(&self, src: &[T]) -> &mut [T] {
+        match self.place_copy(src) {
+            // SAFETY: a fresh, initialised block, valid until `&mut self` or drop.
+            Ok(p) => unsafe { &mut *p.as_ptr() },
+            Err(e) => e.raise(),
+        }
+    }
+
+    /// Like [`alloc_slice_copy`](Self::alloc_slice_copy), returning `Err` instead of panicking.
+    #[inline]
+    pub fn try_alloc_slice_copy<T: Copy>(&self, src: &[T]) -> Result<&mut [T], AllocError> {
+        match self.place_copy(src) {
+            // SAFETY: as in `alloc_slice_copy`.
+            Ok(p) => Ok(unsafe { &mut *p.as_ptr() }),
+            Err(_) => Err(AllocError),
+        }
+    }
+
+    /// Copies `s` into the arena.
+    ///
+    /// # Panics
+    /// As [`alloc`](Self::alloc).
+    #[inline]
+    pub fn alloc_str(&self, s: &str) -> &mut str {
+        let bytes = self.alloc_slice_copy(s.as_bytes());
+        // SAFETY: a byte-for-byte copy of a `str`.
+        unsafe { core::str::from_utf8_unchecked_mut(bytes) }
+    }
+
+    /// Like [`alloc_str`](Self::alloc_str), returning `Err` instead of panicking.
+    #[inline]
+    pub fn try_alloc_str(&self, s: &str) -> Result<&mut str, AllocError> {
+        let bytes = self.try_alloc_slice_copy(s.as_bytes())?;
+        // SAFETY: a byte-for-byte copy of a `str`.
+        Ok(unsafe { core::str::from_utf8_unchecked_mut(bytes) })
+    }
+}

@@ -1,0 +1,31 @@
+//! The thread-safe types: [`SyncArena`] (with its per-thread [`LocalArena`] handles) and
+//! [`SyncPool`]. They need the `std` feature (locks and thread-locals).
+//!
+//! # Which one
+//! | need | use |
+//! |---|---|
+//! | one result built by many threads (parallel parsing, jobs), freed at once | [`SyncArena`], each thread through [`SyncArena::local`] |
+//! | a few allocations from any thread, with no handle to keep | `&SyncArena` directly (one compare-and-swap each) |
+//! | each thread's own scratch, never shared | one [`Arena`](crate::Arena) per thread (no atomics, scopes, reset per thread) |
+//! | many objects of one type, freed one by one on any thread | [`SyncPool`] |
+//!
+//! # Memory orderings
+//! - `SyncArena::current` (the chunk being bumped) is stored with `Release` after the chunk's
+//!   header is written, under the lock, and loaded with `Acquire`, so a thread that sees a chunk
+//!   sees its header.
+//! - A chunk's cursor moves forward by compare-and-swap with `Acquire` on success, and back (a
+//!   block or a `LocalArena`'s unused tail given back) with `Release`: a thread that receives
+//!   bytes another thread gave back sees that thread's last writes to them as done. A failed
+//!   compare-and-swap is `Relaxed`: it only retries.
+//! - Chunks are freed only through `&mut SyncArena` (`reset`, `trim`) or drop, so a thread never
+//!   bumps a chunk that is being freed.
+//! - `SyncPool` has no lock-free structure: each shard's `Mutex` orders every use of its slots.
+
+mod arena;
+mod local;
+mod pool;
+mod shim;
+
+pub use arena::SyncArena;
+pub use local::LocalArena;
+pub use pool::SyncPool;

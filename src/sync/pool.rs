@@ -1,0 +1,436 @@
+//! [`SyncPool`]: a [`Pool`] shared by threads, as striped shards of the single-threaded pool.
+
+use core::alloc::Layout;
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use allocator_api2::alloc::{AllocError, Allocator, Global};
+
+use super::shim::{AtomicUsize, Mutex, Ordering, thread_hint};
+use crate::arena::dangling;
+use crate::pool::{Pool, PoolStats, relocate};
+
+/// A thread-safe pool of fixed-size slots: [`Pool`]'s behaviour through `&SyncPool` from any
+/// thread, including blocks allocated on one thread and freed on another.
+///
+/// # Design
+/// The pool is a few **shards**, each a lock around the same single-threaded [`Pool`] code
+/// (no second implementation to get wrong), on cache lines of their own:
+/// - a thread allocates from its own shard (threads are spread round-robin when they first use
+///   any pool), so threads on different shards never contend;
+/// - a block is freed into the shard whose slab holds it (the thread's own shard is tried first;
+///   for a block from another thread the others are asked in turn, one lock at a time), so
+///   every shard keeps exact counts and [`trim`](SyncPool::trim) stays exact;
+/// - layouts that do not fit a slot go straight to the backing allocator, with no lock.
+///
+/// There is no lock-free list, so no ABA problem; each lock's acquire/release orders the slot
+/// links and the block contents between the threads that use a slot in turn. Memory goes back to
+/// the backing allocator only through `&mut self` ([`trim`](SyncPool::trim)) or drop, when no
+/// other thread can be inside the pool.
+///
+/// `SyncPool` is `Sync` when `A` is, and `Send` when `A` is `Send + Sync`.
+///
+/// ```
+/// use arena_pool::SyncPool;
+/// use arena_pool::allocator_api2::boxed::Box;
+///
+/// let pool = &SyncPool::for_type::<[u64; 2]>();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// std::thread::scope(|s| {
+///     s.spawn(move || {
+///         for i in 0..100u64 {
+///             tx.send(Box::new_in([i, i * 2], pool)).unwrap();
+///         }
+///     });
+///     s.spawn(move || {
+///         // Freed on the receiving thread, back into the producer's shard.
+///         let sum: u64 = rx.iter().take(100).map(|b| b[1]).sum();
+///         assert_eq!(sum, 9900);
+///     });
+/// });
+/// assert_eq!(pool.stats().in_use, 0);
+/// ```
+pub struct SyncPool<A: Allocator = Global> {
+    /// Owned (made by `Box::into_raw`, freed in `Drop`); a raw pointer because the shards' pools
+    /// point at the backing allocator inside it.
+    shared: NonNull<Shared<A>>,
+}
+
+struct Shared<A: Allocator> {
+    // Dropped first: the pools give their slabs back through `alloc`.
+    shards: Box<[Shard<A>]>,
+    /// `shards.len() - 1` (a power of two minus one).
+    mask: usize,
+    slot_layout: Layout,
+    slot: usize,
+    align: usize,
+    /// Blocks of layouts that do not fit a slot, held from the backing allocator.
+    fallback: AtomicUsize,
+    alloc: A,
+}
+
+/// One shard, on a cache line (pair) of its own.
+#[repr(align(128))]
+struct Shard<A: Allocator>(Mutex<Pool<Backing<A>>>);
+
+/// The backing allocator as the shards' pools see it: a pointer to the one in `Shared`.
+struct Backing<A>(NonNull<A>);
+
+// SAFETY: `Backing` is only a shared reference to the pool's `A`, which outlives every shard (it
+// is dropped after them); using it from several threads needs `A: Sync`, as `&A` would.
+unsafe impl<A: Sync> Send for Backing<A> {}
+
+// SAFETY: every method forwards to the `A` that `Backing` points at, which is alive (see above).
+unsafe impl<A: Allocator> Allocator for Backing<A> {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.get().allocate(layout)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.get().deallocate(ptr, layout) }
+    }
+}
+
+impl<A> Backing<A> {
+    fn get(&self) -> &A {
+        // SAFETY: points at `Shared::alloc`, which outlives every pool holding a `Backing`.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+// SAFETY: `&SyncPool` reaches the shards only through their locks (each a `Mutex` around a
+// `Send` pool, as `Backing` is `Send` when `A: Sync`), the fallback counter is atomic, and `&A`
+// is shared between threads, which `A: Sync` allows.
+unsafe impl<A: Allocator + Sync> Sync for SyncPool<A> {}
+// SAFETY: the pool owns its shards and `A`; moving it moves both (so `A: Send`), and the shards'
+// pools hold `Backing` pointers that are `Send` when `A: Sync`.
+unsafe impl<A: Allocator + Send + Sync> Send for SyncPool<A> {}
+
+impl SyncPool {
+    /// A pool of slots for `layout` on the global allocator.
+    #[must_use]
+    pub fn new(layout: Layout) -> SyncPool {
+        SyncPool::new_in(layout, Global)
+    }
+
+    /// A pool of slots for `T`.
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// assert_eq!(pool.slot_size(), 8);
+    /// ```
+    #[must_use]
+    pub fn for_type<T>() -> SyncPool {
+        SyncPool::new(Layout::new::<T>())
+    }
+}
+
+impl<A: Allocator> SyncPool<A> {
+    /// A pool of slots for `layout`, taking slabs (and blocks that do not fit) from `alloc`, with
+    /// twice as many shards as the machine has threads (a power of two, at most 64).
+    pub fn new_in(layout: Layout, alloc: A) -> SyncPool<A> {
+        SyncPool::with_shards_in(layout, default_shards(), alloc)
+    }
+
+    /// Like [`new_in`](SyncPool::new_in) with `shards` shards (rounded up to a power of two,
+    /// at least 1). One shard is a single lock around a [`Pool`].
+    pub fn with_shards_in(layout: Layout, shards: usize, alloc: A) -> SyncPool<A> {
+        let n = shards.clamp(1, 1 << 16).next_power_of_two();
+        let shared = Box::new(Shared {
+            shards: Box::new([]),
+            mask: n - 1,
+            slot_layout: layout,
+            slot: 0,
+            align: 0,
+            fallback: AtomicUsize::new(0),
+            alloc,
+        });
+        let shared = NonNull::from(Box::leak(shared));
+        // SAFETY: `shared` is valid and ours; the pointer to `alloc` stays valid until the box
+        // is freed in `Drop`, after the shards.
+        let alloc_ptr = unsafe { NonNull::new_unchecked(&raw mut (*shared.as_ptr()).alloc) };
+        let shards: Vec<Shard<A>> = (0..n)
+            .map(|_| Shard(Mutex::new(Pool::new_in(layout, Backing(alloc_ptr)))))
+            .collect();
+        let stats = shards[0].0.lock().stats();
+        // SAFETY: nothing else refers to these fields yet; they are written through the raw
+        // pointer, without a reference to the whole `Shared` (whose `alloc` the pools point at).
+        unsafe {
+            (*shared.as_ptr()).slot = stats.slot_size;
+            (*shared.as_ptr()).align = stats.slot_align;
+            (*shared.as_ptr()).shards = shards.into_boxed_slice();
+        }
+        SyncPool { shared }
+    }
+
+    fn shared(&self) -> &Shared<A> {
+        // SAFETY: owned by `self` and freed only in `Drop`.
+        unsafe { self.shared.as_ref() }
+    }
+
+    /// The layout the pool was made for.
+    pub fn slot_layout(&self) -> Layout {
+        self.shared().slot_layout
+    }
+
+    /// The size of each slot (what pooled allocations report).
+    pub fn slot_size(&self) -> usize {
+        self.shared().slot
+    }
+
+    /// The number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shared().shards.len()
+    }
+
+    /// The backing allocator.
+    pub fn allocator(&self) -> &A {
+        &self.shared().alloc
+    }
+
+    /// Statistics, summed over the shards (each locked in turn, so a snapshot only while no
+    /// other thread uses the pool).
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::boxed::Box;
+    /// let pool = arena_pool::SyncPool::for_type::<u32>();
+    /// let b = Box::new_in(5u32, &pool);
+    /// assert_eq!(pool.stats().in_use, 1);
+    /// drop(b);
+    /// assert_eq!(pool.stats().in_use, 0);
+    /// ```
+    pub fn stats(&self) -> PoolStats {
+        let shared = self.shared();
+        let mut total = PoolStats {
+            slot_size: shared.slot,
+            slot_align: shared.align,
+            fallback_blocks: shared.fallback.load(Ordering::Relaxed),
+            ..PoolStats::default()
+        };
+        for shard in shared.shards.iter() {
+            let s = shard.0.lock().stats();
+            total.capacity += s.capacity;
+            total.in_use += s.in_use;
+            total.slabs += s.slabs;
+            total.bytes_held += s.bytes_held;
+        }
+        total
+    }
+
+    /// Slots handed out and not freed (see [`stats`](SyncPool::stats)).
+    pub fn in_use(&self) -> usize {
+        self.stats().in_use
+    }
+
+    /// Slots in all slabs (see [`stats`](SyncPool::stats)).
+    pub fn capacity(&self) -> usize {
+        self.stats().capacity
+    }
+
+    /// Returns every slab with no slot in use to the backing allocator.
+    pub fn trim(&mut self) {
+        for shard in self.shared().shards.iter() {
+            shard.0.lock().trim();
+        }
+    }
+
+    /// Forgets every slot (all become free) and keeps the slabs. Needs `&mut self`, so no block
+    /// of the pool is alive.
+    pub fn reset(&mut self) {
+        for shard in self.shared().shards.iter() {
+            shard.0.lock().reset();
+        }
+    }
+
+    // ----- the Allocator rules -----
+
+    /// Whether `layout` is served from a slot (as `Pool` decides it).
+    #[inline(always)]
+    fn pooled(&self, layout: Layout) -> bool {
+        let s = self.shared();
+        layout.size() != 0 && layout.size() <= s.slot && layout.align() <= s.align
+    }
+
+    #[inline]
+    fn home(&self) -> usize {
+        thread_hint() & self.shared().mask
+    }
+
+    #[inline]
+    fn allocate_with(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
+        let s = self.shared();
+        if self.pooled(layout) {
+            let pool = s.shards[self.home()].0.lock();
+            if zeroed {
+                pool.allocate_zeroed(layout)
+            } else {
+                pool.allocate(layout)
+            }
+        } else if layout.size() == 0 {
+            Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
+        } else {
+            let block = if zeroed {
+                s.alloc.allocate_zeroed(layout)?
+            } else {
+                s.alloc.allocate(layout)?
+            };
+            s.fallback.fetch_add(1, Ordering::Relaxed);
+            Ok(block)
+        }
+    }
+
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    #[inline]
+    unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+        let s = self.shared();
+        if self.pooled(layout) {
+            let home = self.home();
+            for i in 0..s.shards.len() {
+                let pool = s.shards[(home + i) & s.mask].0.lock();
+                if pool.owns(p) {
+                    // SAFETY: the caller's block, a slot of this shard's pool.
+                    unsafe { pool.deallocate(p, layout) };
+                    return;
+                }
+            }
+            if cfg!(debug_assertions) {
+                panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
+            }
+        } else if layout.size() != 0 {
+            s.fallback.fetch_sub(1, Ordering::Relaxed);
+            // SAFETY: a non-pooled, non-empty layout means `p` came from `alloc` (routing is by
+            // layout alone).
+            unsafe { s.alloc.deallocate(p, layout) }
+        }
+    }
+
+    /// `grow`, `grow_zeroed`, `shrink`: in place within a slot, by `A` when both layouts go
+    /// there, moved across otherwise.
+    ///
+    /// # Safety
+    /// The `Allocator::grow`/`shrink` contract.
+    unsafe fn reallocate_impl(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let (from_slot, to_slot) = (self.pooled(old), self.pooled(new));
+        if from_slot && to_slot {
+            if zeroed && new.size() > old.size() {
+                // SAFETY: the slot holds `slot >= new.size()` bytes and is the caller's.
+                unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
+            }
+            return Ok(NonNull::slice_from_raw_parts(p, self.shared().slot));
+        }
+        // SAFETY: forwarded from the caller; both layouts go to `alloc` exactly when neither fits
+        // a slot.
+        unsafe {
+            relocate(
+                self,
+                &self.shared().alloc,
+                !from_slot && !to_slot,
+                p,
+                old,
+                new,
+                zeroed,
+            )
+        }
+    }
+}
+
+fn default_shards() -> usize {
+    if cfg!(loom) {
+        return 2;
+    }
+    std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .saturating_mul(2)
+        .clamp(2, 64)
+}
+
+impl<A: Allocator> Drop for SyncPool<A> {
+    fn drop(&mut self) {
+        let shared = self.shared.as_ptr();
+        // The shards first, through the raw pointer: their pools give their slabs back through
+        // `Backing` pointers to `alloc`, which a `Box` of the whole `Shared` would invalidate.
+        // SAFETY: `shared` is valid and ours; the field is replaced, never dropped twice.
+        let shards = unsafe { ptr::replace(&raw mut (*shared).shards, Box::new([])) };
+        drop(shards);
+        // SAFETY: made by `Box::leak` in the constructor and freed only here; no `Backing`
+        // pointer is left.
+        drop(unsafe { Box::from_raw(shared) });
+    }
+}
+
+impl<A: Allocator> fmt::Debug for SyncPool<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncPool")
+            .field("shards", &self.shard_count())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+// SAFETY: pooled blocks are slots of the shards' pools, each handed out and taken back under its
+// shard's lock (a slot is free or in use, never both), freed into the shard whose slab holds it;
+// other blocks come from `A` and go back to it, routed by layout alone. Blocks stay valid until
+// deallocated, `reset`, `trim` or drop, which need `&mut`/ownership.
+unsafe impl<A: Allocator> Allocator for SyncPool<A> {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.allocate_with(layout, false)
+    }
+
+    #[inline]
+    fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.allocate_with(layout, true)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.deallocate_impl(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+    }
+
+    #[inline]
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, true) }
+    }
+
+    #[inline]
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old_layout: Layout,
+        new_layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+    }
+}

@@ -1,0 +1,245 @@
+//! loom models of the thread-safe types: every interleaving (up to loom's preemption bound) of
+//! the shared bump and its refill, of `LocalArena` pieces and their give-back, and of `SyncPool`'s
+//! cross-thread free. The crate's atomics and locks are loom's in this build (`src/sync/shim.rs`).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test --release --test loom --target-dir target/loom`
+//! (`LOOM_MAX_PREEMPTIONS` sets the bound; `.ci/run` uses 3). Each model prints how many
+//! interleavings it explored.
+#![cfg(loom)]
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use arena_pool::allocator_api2::alloc::{Allocator, Global, Layout};
+use arena_pool::allocator_api2::boxed::Box;
+use arena_pool::{SyncArena, SyncPool};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Runs `body` under loom's model checker and prints the number of executions it explored.
+fn model(name: &str, body: impl Fn() + Sync + Send + 'static) {
+    let runs = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+        body();
+    });
+    println!(
+        "loom model {name}: {} interleavings explored (preemption bound {:?})",
+        runs.load(Ordering::Relaxed),
+        builder.preemption_bound
+    );
+}
+
+/// A block as an address range, filled with a byte pattern.
+struct Block {
+    ptr: NonNull<u8>,
+    len: usize,
+    fill: u8,
+}
+
+// SAFETY: a block is owned by one thread at a time in these models (a plain address + pattern).
+unsafe impl Send for Block {}
+
+impl Block {
+    fn new(ptr: NonNull<u8>, len: usize, fill: u8) -> Block {
+        // SAFETY: `ptr` was just allocated for `len` bytes.
+        unsafe { ptr.as_ptr().write_bytes(fill, len) };
+        Block { ptr, len, fill }
+    }
+
+    fn check(&self) {
+        // SAFETY: the block is live and was filled in `new`.
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) };
+        assert!(bytes.iter().all(|&b| b == self.fill), "block overwritten");
+    }
+
+    fn range(&self) -> (usize, usize) {
+        let start = self.ptr.as_ptr() as usize;
+        (start, start + self.len)
+    }
+}
+
+fn assert_disjoint(blocks: &[Block]) {
+    let mut ranges: Vec<_> = blocks.iter().map(Block::range).collect();
+    ranges.sort();
+    for pair in ranges.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "blocks overlap: {pair:?}");
+    }
+    for b in blocks {
+        b.check();
+    }
+}
+
+/// Two threads bump the same arena; blocks of 200 bytes fill the 480-byte first chunk after two,
+/// so the refill path (lock, re-check, new chunk, publish) races with the other thread's bumps.
+#[test]
+fn shared_bump_and_refill() {
+    model("shared_bump_and_refill", || {
+        let arena = Arc::new(SyncArena::new());
+        let layout = Layout::from_size_align(200, 8).unwrap();
+        let other = {
+            let arena = arena.clone();
+            thread::spawn(move || {
+                (0..2)
+                    .map(|_| Block::new(arena.allocate(layout).unwrap().cast(), 200, 0xA1))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let mut blocks: Vec<_> = (0..2)
+            .map(|_| Block::new(arena.allocate(layout).unwrap().cast(), 200, 0xB2))
+            .collect();
+        blocks.extend(other.join().unwrap());
+        assert_disjoint(&blocks);
+        assert!(arena.stats().chunks >= 2);
+    });
+}
+
+/// One thread gives its last block back (the cursor moves down with Release) while the other
+/// bumps (Acquire): the bytes may change hands, and their old contents must not race.
+#[test]
+fn give_back_races_with_bump() {
+    model("give_back_races_with_bump", || {
+        let arena = Arc::new(SyncArena::with_capacity(256));
+        let layout = Layout::from_size_align(64, 8).unwrap();
+        let other = {
+            let arena = arena.clone();
+            thread::spawn(move || {
+                let p = arena.allocate(layout).unwrap().cast::<u8>();
+                Block::new(p, 64, 0xC3).check();
+                // SAFETY: `p` was allocated with `layout` and is not used again.
+                unsafe { arena.deallocate(p, layout) };
+            })
+        };
+        let b = Block::new(arena.allocate(layout).unwrap().cast(), 64, 0xD4);
+        other.join().unwrap();
+        b.check();
+    });
+}
+
+/// Two `LocalArena`s take pieces and bump inside them while the shared path bumps too; dropping
+/// a handle gives its unused tail back.
+#[test]
+fn local_pieces_and_give_back() {
+    model("local_pieces_and_give_back", || {
+        let arena = Arc::new(SyncArena::new());
+        let other = {
+            let arena = arena.clone();
+            thread::spawn(move || {
+                let local = arena.local();
+                let a = local.alloc([0x11u8; 48]) as *mut [u8; 48];
+                let b = local.alloc([0x22u8; 48]) as *mut [u8; 48];
+                drop(local);
+                // SAFETY: the blocks belong to the shared arena, alive until it is dropped.
+                unsafe {
+                    assert_eq!(*a, [0x11; 48]);
+                    assert_eq!(*b, [0x22; 48]);
+                }
+                (a as usize, b as usize)
+            })
+        };
+        let local = arena.local();
+        let c = &*local.alloc([0x33u8; 48]);
+        let d = &*arena.alloc([0x44u8; 48]);
+        drop(local);
+        let (a, b) = other.join().unwrap();
+        assert_eq!(*c, [0x33; 48]);
+        assert_eq!(*d, [0x44; 48]);
+        let mut starts = [a, b, c.as_ptr() as usize, d.as_ptr() as usize];
+        starts.sort();
+        assert!(
+            starts.windows(2).all(|w| w[0] + 48 <= w[1]),
+            "pieces overlap"
+        );
+    });
+}
+
+/// A block allocated on one thread is freed on another (into its owner's shard) while the owner
+/// allocates: the slot is reused by exactly one owner, and the counts stay exact.
+#[test]
+fn pool_cross_thread_free() {
+    model("pool_cross_thread_free", || {
+        let pool = Arc::new(SyncPool::with_shards_in(Layout::new::<u64>(), 2, Global));
+        let first = Box::new_in(1u64, &*pool);
+        let raw = Box::into_raw(first) as usize;
+        let other = {
+            let pool = pool.clone();
+            thread::spawn(move || {
+                // SAFETY: the box was allocated from `pool` on the other thread and is only
+                // freed here.
+                let b = unsafe { Box::from_raw_in(raw as *mut u64, &*pool) };
+                assert_eq!(*b, 1);
+                drop(b);
+                let mine = Box::new_in(2u64, &*pool);
+                assert_eq!(*mine, 2);
+                Box::into_raw(mine) as usize
+            })
+        };
+        let second = Box::new_in(3u64, &*pool);
+        let theirs = other.join().unwrap();
+        assert_ne!(
+            theirs, &*second as *const u64 as usize,
+            "a slot with two owners"
+        );
+        // SAFETY: as above.
+        let theirs = unsafe { Box::from_raw_in(theirs as *mut u64, &*pool) };
+        assert_eq!((*theirs, *second), (2, 3));
+        drop((theirs, second));
+        assert_eq!(pool.stats().in_use, 0);
+    });
+}
+
+/// Two threads free blocks of a third into the same shard while that thread allocates from it.
+#[test]
+fn pool_concurrent_remote_frees() {
+    model("pool_concurrent_remote_frees", || {
+        let pool = Arc::new(SyncPool::with_shards_in(Layout::new::<u32>(), 1, Global));
+        let blocks: Vec<usize> = (0..2u32)
+            .map(|i| Box::into_raw(Box::new_in(i, &*pool)) as usize)
+            .collect();
+        let handles: Vec<_> = blocks
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                let pool = pool.clone();
+                thread::spawn(move || {
+                    // SAFETY: each box is freed once, on this thread.
+                    let b = unsafe { Box::from_raw_in(raw as *mut u32, &*pool) };
+                    assert_eq!(*b, i as u32);
+                })
+            })
+            .collect();
+        let mine = Box::new_in(7u32, &*pool);
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*mine, 7);
+        drop(mine);
+        assert_eq!(pool.stats().in_use, 0);
+    });
+}
+
+#[test]
+fn alignment_is_kept_on_both_paths() {
+    model("alignment_is_kept_on_both_paths", || {
+        let arena = Arc::new(SyncArena::new());
+        let other = {
+            let arena = arena.clone();
+            thread::spawn(move || {
+                let p = arena
+                    .allocate(Layout::from_size_align(3, 1).unwrap())
+                    .unwrap();
+                p.cast::<u8>().as_ptr() as usize
+            })
+        };
+        let q = arena
+            .allocate(Layout::from_size_align(16, 16).unwrap())
+            .unwrap();
+        assert_eq!(q.cast::<u8>().as_ptr() as usize % 16, 0);
+        let _ = other.join().unwrap();
+    });
+}

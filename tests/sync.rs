@@ -1,0 +1,448 @@
+//! Tests of the thread-safe types: `SyncArena` (shared path and `LocalArena` handles) and
+//! `SyncPool`, single-threaded rules first, then std-thread stress tests whose every block is
+//! checked for its contents. Under Miri (which also checks the threads for data races) the
+//! counts are scaled down.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
+
+use std::collections::HashSet;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Barrier, mpsc};
+use std::thread;
+
+use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
+use arena_pool::allocator_api2::boxed::Box;
+use arena_pool::allocator_api2::vec::Vec;
+use arena_pool::{SyncArena, SyncPool};
+
+/// Scales a count down under Miri.
+const fn scaled(native: usize, miri: usize) -> usize {
+    if cfg!(miri) { miri } else { native }
+}
+
+/// A thread-safe backing allocator that counts live bytes and can be told to fail.
+#[derive(Default)]
+struct Counting {
+    live: AtomicUsize,
+    calls: AtomicUsize,
+    fail: AtomicBool,
+}
+
+// SAFETY: blocks come from `Global` and go back to it with the same layout.
+unsafe impl Allocator for Counting {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if self.fail.load(Ordering::Relaxed) {
+            return Err(AllocError);
+        }
+        let block = Global.allocate(layout)?;
+        self.live.fetch_add(layout.size(), Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        Ok(block)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        self.live.fetch_sub(layout.size(), Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded from the caller.
+        unsafe { Global.deallocate(ptr, layout) }
+    }
+}
+
+// ----- SyncArena, one thread -----
+
+#[test]
+fn shared_path_bumps_rolls_back_and_grows_in_place() {
+    let arena = SyncArena::with_capacity(4096);
+    let a = arena.alloc(1u64);
+    let used = arena.used_bytes();
+    let p = arena.allocate(Layout::new::<[u8; 24]>()).unwrap();
+    assert_eq!(arena.used_bytes(), used + 24);
+    // SAFETY: `p` is the last block, allocated with this layout.
+    unsafe { arena.deallocate(p.cast(), Layout::new::<[u8; 24]>()) };
+    assert_eq!(arena.used_bytes(), used, "the last block rolls back");
+
+    let mut v: Vec<u32, &SyncArena> = Vec::with_capacity_in(4, &arena);
+    v.extend(0..4);
+    let first = v.as_ptr();
+    v.extend(4..800);
+    assert_eq!(v.as_ptr(), first, "the last block grows in place");
+    assert!(v.iter().copied().eq(0..800));
+    v.truncate(10);
+    v.shrink_to_fit();
+    assert_eq!(v.as_ptr(), first);
+    let used = arena.used_bytes();
+    drop(v);
+    assert_eq!(arena.used_bytes(), used - 40);
+    assert_eq!(*a, 1);
+}
+
+#[test]
+fn shared_path_typed_helpers_and_zero_sized() {
+    let arena = SyncArena::new();
+    assert_eq!(arena.alloc_str("héllo"), "héllo");
+    assert_eq!(arena.alloc_slice_copy(&[1u16, 2, 3]), &[1, 2, 3]);
+    assert_eq!(*arena.try_alloc(9u128).unwrap(), 9);
+    let used = arena.used_bytes();
+    let z = arena
+        .allocate(Layout::from_size_align(0, 64).unwrap())
+        .unwrap();
+    assert_eq!(z.cast::<u8>().as_ptr() as usize % 64, 0);
+    arena.alloc(());
+    assert_eq!(arena.used_bytes(), used, "zero-sized blocks take no room");
+    let big = arena.alloc_layout(Layout::from_size_align(100_000, 4096).unwrap());
+    assert_eq!(big.as_ptr() as usize % 4096, 0);
+}
+
+#[test]
+fn shared_path_gives_the_room_back_when_the_initialiser_panics() {
+    let arena = SyncArena::new();
+    arena.alloc(0u64);
+    let used = arena.used_bytes();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        arena.alloc_with(|| -> [u64; 4] { panic!("initialiser") })
+    }));
+    assert!(r.is_err());
+    assert_eq!(arena.used_bytes(), used);
+}
+
+#[test]
+fn reset_keeps_the_chunks_and_trim_and_drop_free_them() {
+    let counting = Counting::default();
+    {
+        let mut arena = SyncArena::new_in(&counting);
+        for i in 0..2000u32 {
+            arena.alloc(i);
+        }
+        let held = arena.stats().allocated_bytes_including_metadata;
+        assert_eq!(counting.live.load(Ordering::Relaxed), held);
+        assert!(arena.stats().chunks > 1);
+        arena.reset();
+        assert_eq!(arena.used_bytes(), 0);
+        assert_eq!(
+            arena.stats().allocated_bytes_including_metadata,
+            held,
+            "reset keeps every chunk"
+        );
+        let calls = counting.calls.load(Ordering::Relaxed);
+        for i in 0..2000u32 {
+            arena.alloc(i);
+        }
+        assert_eq!(
+            counting.calls.load(Ordering::Relaxed),
+            calls,
+            "the second cycle reuses the chunks"
+        );
+        arena.reset();
+        arena.trim();
+        assert_eq!(arena.stats().chunks, 1, "trim keeps only the current chunk");
+        assert_eq!(
+            counting.live.load(Ordering::Relaxed),
+            arena.stats().allocated_bytes_including_metadata
+        );
+    }
+    assert_eq!(
+        counting.live.load(Ordering::Relaxed),
+        0,
+        "drop frees everything"
+    );
+}
+
+#[test]
+fn bad_input_and_limits_return_errors_and_lose_nothing() {
+    let arena = SyncArena::new();
+    let x = arena.alloc(5u32);
+    let huge = Layout::from_size_align(isize::MAX as usize - 4095, 4096).unwrap();
+    assert!(arena.allocate(huge).is_err());
+    assert!(arena.try_alloc_layout(huge).is_err());
+    arena.set_allocation_limit(Some(arena.stats().allocated_bytes_including_metadata));
+    assert!(arena.try_alloc([0u8; 100_000]).is_err());
+    assert!(arena.local().try_alloc([0u8; 100_000]).is_err());
+    assert_eq!(*x, 5, "a refused allocation changes nothing");
+    let message = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        arena.alloc([0u8; 100_000]);
+    }))
+    .unwrap_err();
+    let message = message.downcast_ref::<String>().unwrap();
+    assert!(message.contains("limit"), "{message}");
+    let message = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        arena.local().alloc([0u8; 100_000]);
+    }))
+    .unwrap_err();
+    let message = message.downcast_ref::<String>().unwrap();
+    assert!(message.contains("limit"), "{message}");
+
+    let counting = Counting::default();
+    let arena = SyncArena::new_in(&counting);
+    counting.fail.store(true, Ordering::Relaxed);
+    assert!(arena.try_alloc(1u8).is_err());
+    assert!(arena.local().try_alloc(1u8).is_err());
+    counting.fail.store(false, Ordering::Relaxed);
+    assert_eq!(*arena.alloc(2u8), 2);
+}
+
+// ----- LocalArena -----
+
+#[test]
+fn local_blocks_outlive_the_handle_and_its_tail_goes_back() {
+    let arena = SyncArena::new();
+    let (s, v) = {
+        let local = arena.local();
+        let s = local.alloc_fmt(format_args!("{}-{}", 1, 2));
+        let v = local.alloc_slice_fill_iter((0..50u64).map(|i| i * i));
+        (s, v)
+    };
+    assert_eq!(s, "1-2");
+    assert_eq!(v[7], 49);
+    let used = arena.used_bytes();
+    {
+        let local = arena.local();
+        local.alloc(1u8);
+        assert!(arena.used_bytes() > used + 1, "the handle took a piece");
+    }
+    // What stays: the piece's alignment padding, its header and the block.
+    assert!(
+        arena.used_bytes() < used + 64,
+        "the piece's unused end went back"
+    );
+}
+
+#[test]
+fn local_last_block_grows_shrinks_and_rolls_back_in_place() {
+    let arena = SyncArena::new();
+    let local = arena.local();
+    local.alloc(0u64);
+    let mut v: Vec<u64, _> = Vec::with_capacity_in(2, &local);
+    v.extend([1, 2]);
+    let first = v.as_ptr();
+    v.extend(3..=40);
+    assert_eq!(v.as_ptr(), first);
+    let used = local.used_bytes();
+    v.truncate(1);
+    v.shrink_to_fit();
+    assert_eq!(local.used_bytes(), used - 39 * 8);
+    drop(v);
+    assert_eq!(local.used_bytes(), used - 40 * 8);
+    // A block growing past its piece moves to a new piece, with its contents.
+    let mut v: Vec<u64, _> = Vec::new_in(&local);
+    v.extend(0..1000);
+    assert!(v.iter().copied().eq(0..1000));
+    let map: hashbrown::HashMap<u32, u32, _, _> = {
+        let mut m =
+            hashbrown::HashMap::with_hasher_in(hashbrown::DefaultHashBuilder::default(), &local);
+        m.extend((0..500).map(|i| (i, i * 3)));
+        m
+    };
+    assert_eq!(map[&499], 1497);
+}
+
+// ----- SyncPool, one thread -----
+
+#[test]
+fn sync_pool_reuses_slots_and_routes_other_layouts_to_the_backing_allocator() {
+    let counting = Counting::default();
+    {
+        let mut pool = SyncPool::new_in(Layout::new::<[u64; 3]>(), &counting);
+        assert_eq!(pool.slot_size(), 24);
+        let a = Box::new_in([1u64, 2, 3], &pool);
+        let addr = &*a as *const _ as usize;
+        drop(a);
+        let b = Box::new_in([4u64, 5, 6], &pool);
+        assert_eq!(&*b as *const _ as usize, addr, "the freed slot is reused");
+        let big = Box::new_in([0u64; 64], &pool);
+        assert_eq!(pool.stats().fallback_blocks, 1);
+        drop(big);
+        assert_eq!(pool.stats().fallback_blocks, 0);
+        let mut v: Vec<u8, _> = Vec::with_capacity_in(8, &pool);
+        v.extend(0..8);
+        let p = v.as_ptr();
+        v.extend(8..24);
+        assert_eq!(v.as_ptr(), p, "grows in place within the slot");
+        v.extend(24..100);
+        assert!(
+            v.iter().copied().eq(0..100),
+            "moved across to the backing allocator"
+        );
+        drop((b, v));
+        assert_eq!(pool.stats().in_use, 0);
+        assert!(pool.stats().bytes_held > 0);
+        pool.trim();
+        assert_eq!(pool.stats().bytes_held, 0);
+        let _again = Box::new_in([7u64; 3], &pool);
+    }
+    assert_eq!(counting.live.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn sync_pool_zero_sized_and_failing_backing() {
+    let counting = Counting::default();
+    let pool = SyncPool::new_in(Layout::new::<u32>(), &counting);
+    let z = pool
+        .allocate(Layout::from_size_align(0, 16).unwrap())
+        .unwrap();
+    assert_eq!(z.cast::<u8>().as_ptr() as usize % 16, 0);
+    counting.fail.store(true, Ordering::Relaxed);
+    assert!(pool.allocate(Layout::new::<u32>()).is_err());
+    assert!(pool.allocate(Layout::new::<[u8; 64]>()).is_err());
+    assert_eq!(pool.stats().in_use, 0);
+    counting.fail.store(false, Ordering::Relaxed);
+    assert!(pool.allocate(Layout::new::<u32>()).is_ok());
+}
+
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "not allocated by this pool")]
+fn sync_pool_detects_foreign_pointers_in_debug_builds() {
+    let pool = SyncPool::for_type::<u64>();
+    let other = SyncPool::for_type::<u64>();
+    let p = other.allocate(Layout::new::<u64>()).unwrap();
+    // SAFETY: deliberately broken contract (a pointer of another pool); the debug check must
+    // catch it before anything is touched.
+    unsafe { pool.deallocate(p.cast(), Layout::new::<u64>()) };
+}
+
+// ----- threads -----
+
+#[test]
+fn four_threads_build_vectors_and_boxes_in_one_sync_arena() {
+    let rounds = scaled(2000, 20);
+    let arena = SyncArena::new();
+    let barrier = Barrier::new(4);
+    let results: std::vec::Vec<(std::vec::Vec<&[u64]>, std::vec::Vec<&u64>)> = thread::scope(|s| {
+        let handles: std::vec::Vec<_> = (0..4u64)
+            .map(|t| {
+                let (arena, barrier) = (&arena, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let local = arena.local();
+                    let mut slices = std::vec::Vec::new();
+                    let mut singles = std::vec::Vec::new();
+                    for i in 0..rounds as u64 {
+                        // The shared path (a Vec growing there) and the local handle, interleaved.
+                        let mut v: Vec<u64, &SyncArena> = Vec::new_in(arena);
+                        v.extend((0..i % 17).map(|k| t << 32 | i << 8 | k));
+                        let b = Box::new_in(t << 32 | i, arena);
+                        assert_eq!(*b, t << 32 | i);
+                        slices.push(&*local.alloc_slice_copy(&v));
+                        singles.push(&*arena.alloc(t << 32 | i));
+                        drop((v, b));
+                    }
+                    (slices, singles)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut seen = HashSet::new();
+    for (t, (slices, singles)) in results.iter().enumerate() {
+        let t = t as u64;
+        for (i, (slice, single)) in slices.iter().zip(singles).enumerate() {
+            let i = i as u64;
+            assert!(
+                slice
+                    .iter()
+                    .copied()
+                    .eq((0..i % 17).map(|k| t << 32 | i << 8 | k))
+            );
+            assert_eq!(**single, t << 32 | i);
+            assert!(
+                seen.insert(*single as *const u64),
+                "a block handed out twice"
+            );
+        }
+    }
+}
+
+#[test]
+fn producer_consumer_frees_sync_pool_boxes_across_threads() {
+    let blocks = scaled(200_000, 300);
+    let pool = SyncPool::for_type::<[u64; 2]>();
+    let (tx, rx) = mpsc::sync_channel::<Box<[u64; 2], &SyncPool>>(1024);
+    thread::scope(|s| {
+        for producer in 0..2u64 {
+            let (tx, pool) = (tx.clone(), &pool);
+            s.spawn(move || {
+                for i in 0..(blocks / 2) as u64 {
+                    let v = producer << 40 | i;
+                    tx.send(Box::new_in([v, !v], pool)).unwrap();
+                }
+            });
+        }
+        drop(tx);
+        s.spawn(|| {
+            let mut count = 0;
+            let mut kept = std::vec::Vec::new();
+            for b in rx {
+                assert_eq!(b[1], !b[0], "contents intact");
+                count += 1;
+                // Keep a few alive for a while, so frees interleave with allocations.
+                kept.push(b);
+                if kept.len() > 64 {
+                    kept.drain(..32);
+                }
+                // And allocate on this thread too, from its own shard.
+                let mine = Box::new_in([count, !count], &pool);
+                assert_eq!(mine[1], !mine[0]);
+            }
+            assert_eq!(count, blocks as u64);
+        });
+    });
+    let stats = pool.stats();
+    assert_eq!(stats.in_use, 0, "every block came back to its shard");
+    assert!(stats.capacity >= 64);
+}
+
+#[test]
+fn sync_pool_under_contention_never_hands_a_slot_to_two_owners() {
+    let rounds = scaled(20_000, 100);
+    let pool = SyncPool::with_shards_in(Layout::new::<[usize; 2]>(), 2, Global);
+    thread::scope(|s| {
+        for t in 0..4usize {
+            let pool = &pool;
+            s.spawn(move || {
+                let mut live = std::vec::Vec::new();
+                for i in 0..rounds {
+                    live.push(Box::new_in([t, i], pool));
+                    if i % 3 == 2 {
+                        // Free in a scrambled order.
+                        let b = live.swap_remove(i % live.len());
+                        assert_eq!(b[0], t, "a slot was handed to two owners");
+                    }
+                }
+                for b in &live {
+                    assert_eq!(b[0], t);
+                }
+            });
+        }
+    });
+    assert_eq!(pool.stats().in_use, 0);
+}
+
+#[test]
+fn hashbrown_maps_on_sync_pool_move_between_threads() {
+    let pool = SyncPool::for_type::<u64>();
+    let arena = SyncArena::new();
+    let n = scaled(5000, 50) as u32;
+    let (m1, m2) = thread::scope(|s| {
+        let a = s.spawn(|| {
+            let mut m =
+                hashbrown::HashMap::with_hasher_in(hashbrown::DefaultHashBuilder::default(), &pool);
+            m.extend((0..n).map(|i| (i, i + 1)));
+            m
+        });
+        let b = s.spawn(|| {
+            let mut m = hashbrown::HashMap::with_hasher_in(
+                hashbrown::DefaultHashBuilder::default(),
+                &arena,
+            );
+            m.extend((0..n).map(|i| (i, i + 2)));
+            m
+        });
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(m1[&(n - 1)], n);
+    assert_eq!(m2[&(n - 1)], n + 1);
+    thread::scope(|s| {
+        s.spawn(move || drop(m1));
+    });
+    drop(m2);
+}
