@@ -1,0 +1,276 @@
+//! `SizeClassPool` through allocator-api2's `Allocator` trait, against a model of the live
+//! blocks (see README.md).
+//!
+//! The options come from the input now and then (largest pooled size, page size 4 KiB ..= 1 MiB,
+//! empty pages kept). Operations: allocate / allocate_zeroed / grow / grow_zeroed / shrink /
+//! deallocate with sizes 0 ..= 16 KiB (so both pooled and large blocks) and alignments up to
+//! 4096, blocks described with any size between their requested size and their length, trim,
+//! backing-allocator failures, and sizes no allocator can serve.
+//!
+//! Checked after every operation, besides what the block model checks (alignment, length, no
+//! overlap, contents, zeroing): a pooled block is exactly its class long (16-byte steps up to
+//! 128 B, then four classes per power of two, computed here independently); the live count of
+//! every class and the fallback count match the model; the cache of empty pages stays within its
+//! limit and `trim` empties it; the bytes held are whole pages; the backing allocator holds
+//! exactly the pages, the fallback blocks and at most one address-map table; a failure changes
+//! nothing and happens only after an injected backing failure or for a huge size; dropping the
+//! pool gives everything back.
+
+#![no_main]
+
+use arbitrary::Arbitrary;
+use arena_pool::allocator_api2::alloc::Layout;
+use arena_pool::{SizeClassOptions, SizeClassPool};
+use arena_pool_fuzz::{
+    Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+};
+use libfuzzer_sys::fuzz_target;
+
+/// Largest ordinary request.
+const MAX_SIZE: usize = 16 * 1024;
+
+/// Tags of the model's blocks: which path served them.
+const ZERO: u8 = 0;
+const POOLED: u8 = 1;
+const FALLBACK: u8 = 2;
+
+#[derive(Arbitrary, Debug)]
+struct Options {
+    largest_pooled: u16,
+    /// log2 of the page size, reduced into 12 ..= 20.
+    page_shift: u8,
+    max_empty_pages: u8,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    /// `with_options_in` with these instead of `new_in`.
+    options: Option<Options>,
+    ops: Vec<Op>,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Alloc {
+        size: Size,
+        align: u8,
+        zeroed: bool,
+    },
+    Grow {
+        pick: u16,
+        fit: u8,
+        by: Size,
+        align: u8,
+        zeroed: bool,
+    },
+    Shrink {
+        pick: u16,
+        fit: u8,
+        keep: u16,
+        align: u8,
+    },
+    Dealloc {
+        pick: u16,
+        fit: u8,
+    },
+    Trim,
+    /// The next `n % 4` backing allocations fail.
+    FailNext(u8),
+}
+
+/// The block size of a pooled request, from the documented table alone.
+fn class_size(size: usize) -> usize {
+    if size <= 128 {
+        size.next_multiple_of(16)
+    } else {
+        // Four classes between consecutive powers of two: steps of a quarter of the lower one.
+        let lower = 1usize << (usize::BITS - 1 - (size - 1).leading_zeros());
+        size.next_multiple_of(lower / 4)
+    }
+}
+
+struct State<'b> {
+    backing: &'b Backing,
+    model: Model,
+    options: SizeClassOptions,
+}
+
+impl State<'_> {
+    fn tag(&self, l: Layout) -> u8 {
+        if l.size() == 0 {
+            ZERO
+        } else if l.size() <= self.options.largest_pooled && l.align() <= 16 {
+            POOLED
+        } else {
+            FALLBACK
+        }
+    }
+
+    fn check_new(&self, i: usize) {
+        let b = self.model.blocks()[i];
+        if b.tag == POOLED {
+            assert_eq!(
+                b.len,
+                class_size(b.size),
+                "a pooled block is its class long"
+            );
+            assert!(b.ptr.addr().get().is_multiple_of(16));
+        }
+    }
+
+    fn count(&self, tag: u8) -> usize {
+        self.model.blocks().iter().filter(|b| b.tag == tag).count()
+    }
+
+    fn check_stats(&self, pool: &SizeClassPool<&Backing>) {
+        let s = pool.stats();
+        for c in s.classes() {
+            let live = self
+                .model
+                .blocks()
+                .iter()
+                .filter(|b| b.tag == POOLED && class_size(b.size) == c.block_size)
+                .count();
+            assert_eq!(c.live, live, "class {}: {s:?}", c.block_size);
+        }
+        assert_eq!(s.live_blocks(), self.count(POOLED));
+        assert_eq!(s.fallback_blocks, self.count(FALLBACK), "{s:?}");
+        assert!(s.empty_pages <= self.options.max_empty_pages, "{s:?}");
+        assert!(s.empty_pages <= s.pages, "{s:?}");
+        assert_eq!(s.bytes_held, s.pages * self.options.page_size);
+        let others = self.backing.live_blocks() - s.pages - s.fallback_blocks;
+        assert!(
+            others <= 1,
+            "the backing allocator holds {others} blocks besides the pages and fallback blocks"
+        );
+    }
+
+    fn step(&mut self, pool: &mut SizeClassPool<&Backing>, op: &Op) {
+        let before = pool.stats();
+        let may_fail = self.backing.failing();
+        let (ok, huge) = match *op {
+            Op::Alloc {
+                size,
+                align,
+                zeroed,
+            } => {
+                let l = layout(size.bytes(MAX_SIZE), align_from(align));
+                let tag = self.tag(l);
+                let r = alloc_op(&*pool, &mut self.model, l, zeroed, tag);
+                if let Some(i) = r {
+                    self.check_new(i);
+                }
+                (r.is_some(), size.is_huge())
+            }
+            Op::Grow {
+                pick,
+                fit,
+                by,
+                align,
+                zeroed,
+            } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let old = self.model.blocks()[i].fit(fit);
+                let new = if by.is_huge() {
+                    by.bytes(MAX_SIZE).max(old)
+                } else {
+                    (old + by.bytes(MAX_SIZE)).min(MAX_SIZE).max(old)
+                };
+                let new = layout(new, align_from(align));
+                let tag = self.tag(new);
+                let r = grow_op(&*pool, &mut self.model, i, old, new, zeroed, tag);
+                if let Some(j) = r {
+                    self.check_new(j);
+                }
+                (r.is_some(), by.is_huge())
+            }
+            Op::Shrink {
+                pick,
+                fit,
+                keep,
+                align,
+            } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let old = self.model.blocks()[i].fit(fit);
+                let new = layout(keep as usize % (old + 1), align_from(align));
+                let tag = self.tag(new);
+                let r = shrink_op(&*pool, &mut self.model, i, old, new, tag);
+                if let Some(j) = r {
+                    self.check_new(j);
+                }
+                (r.is_some(), false)
+            }
+            Op::Dealloc { pick, fit } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let size = self.model.blocks()[i].fit(fit);
+                dealloc_op(&*pool, &mut self.model, i, size);
+                (true, false)
+            }
+            Op::Trim => {
+                pool.trim();
+                self.model.verify_all();
+                let s = pool.stats();
+                assert_eq!(s.empty_pages, 0, "trim leaves no empty page: {s:?}");
+                if self.count(POOLED) == 0 {
+                    assert_eq!(s.pages, 0, "trim with no block in use: {s:?}");
+                }
+                (true, false)
+            }
+            Op::FailNext(n) => {
+                self.backing.fail_next(u32::from(n % 4));
+                return;
+            }
+        };
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?}");
+            assert_eq!(pool.stats(), before, "a failed {op:?} changed the pool");
+            self.model.verify_all();
+        }
+        self.check_stats(pool);
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let backing = Backing::new();
+    let mut pool = match &input.options {
+        Some(o) => SizeClassPool::with_options_in(
+            SizeClassOptions {
+                largest_pooled: o.largest_pooled as usize,
+                page_size: 1 << (12 + o.page_shift % 9),
+                max_empty_pages: o.max_empty_pages as usize % 8,
+            },
+            &backing,
+        ),
+        None => SizeClassPool::new_in(&backing),
+    };
+    let options = pool.options();
+    assert!(options.page_size.is_power_of_two());
+    assert!((4096..=1 << 20).contains(&options.page_size));
+    assert_eq!(class_size(options.largest_pooled), options.largest_pooled);
+    assert!(options.largest_pooled * 8 <= options.page_size);
+    let mut st = State {
+        backing: &backing,
+        model: Model::new(),
+        options,
+    };
+    st.check_stats(&pool);
+    for op in &input.ops {
+        st.step(&mut pool, op);
+    }
+    st.model.verify_all();
+    backing.stop_failing();
+    while let Some(i) = st.model.pick(0) {
+        let size = st.model.blocks()[i].size;
+        dealloc_op(&pool, &mut st.model, i, size);
+    }
+    let s = pool.stats();
+    assert_eq!((s.live_blocks(), s.fallback_blocks), (0, 0));
+    drop(pool);
+    assert_eq!(backing.live_blocks(), 0, "the pool leaked");
+});
