@@ -82,6 +82,12 @@ macro_rules! bridge_all {
         bridge!($krate, ['a] ArenaRef<'a>);
         bridge!($krate, [A: Allocator02] Pool<A>);
         bridge!($krate, [A: Allocator02] SizeClassPool<A>);
+        #[cfg(feature = "std")]
+        bridge!($krate, [A: Allocator02] crate::SyncArena<A>);
+        #[cfg(feature = "std")]
+        bridge!($krate, ['a, A: Allocator02] crate::LocalArena<'a, A>);
+        #[cfg(feature = "std")]
+        bridge!($krate, [A: Allocator02] crate::SyncPool<A>);
     };
 }
 

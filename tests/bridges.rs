@@ -6,7 +6,7 @@
 
 use core::alloc::Layout;
 
-use arena_pool::{Arena, Pool, SizeClassPool};
+use arena_pool::{Arena, Pool, SizeClassPool, SyncArena, SyncPool};
 
 /// The same checks for one allocator-api2 version.
 macro_rules! bridge_tests {
@@ -57,6 +57,18 @@ macro_rules! bridge_tests {
                 assert_eq!(classes.stats().live_blocks(), 1);
                 drop(v);
                 assert_eq!(classes.stats().live_blocks(), 0);
+            }
+
+            #[test]
+            fn thread_safe_types_implement_it_too() {
+                let shared = SyncArena::new();
+                let mut v: Vec<u32, &SyncArena> = Vec::new_in(&shared);
+                v.extend(0..100);
+                let local = shared.local();
+                let b = Box::new_in(5u64, &local);
+                let pool = SyncPool::for_type::<u64>();
+                let c = Box::new_in(6u64, &pool);
+                assert_eq!((v[99], *b, *c), (99, 5, 6));
             }
 
             #[test]

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::vec::Vec;
 
-use arena_pool::{Arena, ArenaRef, Pool, SizeClassPool};
+use arena_pool::{Arena, ArenaRef, Pool, SizeClassPool, SyncArena, SyncPool};
 
 /// Exercises std's `Vec`, `Box`, `VecDeque` and `Rc` on one allocator.
 fn std_collections_on<A: Allocator + Copy>(alloc: A) {
@@ -58,6 +58,21 @@ fn std_collections_on_every_type() {
     arena.with_scope(|scope: &mut ArenaRef| std_collections_on(&*scope));
     std_collections_on(&Pool::for_type::<[u64; 4]>());
     std_collections_on(&SizeClassPool::new());
+    let shared = SyncArena::new();
+    std_collections_on(&shared);
+    std_collections_on(&shared.local());
+    std_collections_on(&SyncPool::for_type::<[u64; 4]>());
+}
+
+#[test]
+fn std_vec_sent_between_threads_on_sync_pool() {
+    let pool = SyncPool::for_type::<[u64; 2]>();
+    let mut v: Vec<u64, &SyncPool> = Vec::new_in(&pool);
+    v.extend(0..1000);
+    std::thread::scope(|s| {
+        s.spawn(move || assert!(v.into_iter().eq(0..1000)));
+    });
+    assert_eq!(pool.in_use(), 0);
 }
 
 #[test]

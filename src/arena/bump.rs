@@ -48,6 +48,8 @@ pub(crate) struct RawArena {
     chunks: Cell<usize>,
     /// Cap on `held`, if any.
     limit: Cell<Option<usize>>,
+    /// Largest nominal size of a regular chunk (what the growth state may reach).
+    growth_cap: usize,
 }
 
 /// A saved position: what a scope restores on exit.
@@ -70,6 +72,12 @@ pub(crate) fn dangling(align: usize) -> NonNull<u8> {
 impl RawArena {
     /// An arena with no chunk: the sentinel position fails every non-empty bump.
     pub(crate) const fn new() -> RawArena {
+        RawArena::with_growth_cap(usize::MAX)
+    }
+
+    /// Like [`new`](RawArena::new), with regular chunks of at most `cap` bytes (nominal; a
+    /// `LocalArena` keeps its pieces small, so that little is left unused in the shared arena).
+    pub(crate) const fn with_growth_cap(cap: usize) -> RawArena {
         let none = NonNull::dangling();
         RawArena {
             ptr: Cell::new(none),
@@ -83,6 +91,7 @@ impl RawArena {
             held: Cell::new(0),
             chunks: Cell::new(0),
             limit: Cell::new(None),
+            growth_cap: cap,
         }
     }
 
@@ -173,7 +182,8 @@ impl RawArena {
         src: &dyn ChunkSource,
     ) -> Result<Chunk, Failure> {
         let (mut size, mut nominal) =
-            chunk_size_for(layout, self.growth.get(), slack).ok_or(Failure::CapacityOverflow)?;
+            chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
+                .ok_or(Failure::CapacityOverflow)?;
         if let Some(limit) = self.limit.get() {
             let left = limit.saturating_sub(self.held.get());
             if size > left {

@@ -52,10 +52,15 @@ pub struct LocalArena<'a, A: Allocator = Global> {
 // is; so moving the handle to another thread is sound. Its `Cell`s keep it `!Sync`.
 unsafe impl<A: Allocator + Sync> Send for LocalArena<'_, A> {}
 
+/// The largest regular piece a handle takes (nominal bytes): pieces grow 512 B, 1 KiB, … up to
+/// this, so a handle dropped while other threads bump leaves at most this much unused behind.
+/// Requests larger than a piece still get a piece of their own size.
+const PIECE_CAP: usize = 256 * 1024;
+
 impl<'a, A: Allocator> LocalArena<'a, A> {
     pub(crate) fn new(shared: &'a SyncArena<A>) -> LocalArena<'a, A> {
         LocalArena {
-            raw: RawArena::new(),
+            raw: RawArena::with_growth_cap(PIECE_CAP),
             shared,
         }
     }
