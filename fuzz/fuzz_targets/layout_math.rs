@@ -106,7 +106,7 @@ fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Optio
     if !valid(rounded, f::CHUNK_ALIGN as u128) {
         rounded = own;
     }
-    let limit = (nominal * OUTSIZED_FACTOR).min(USIZE_MAX).max(OUTSIZED_MIN);
+    let limit = (nominal * OUTSIZED_FACTOR).clamp(OUTSIZED_MIN, USIZE_MAX);
     Some(if rounded + MALLOC_OVERHEAD <= limit {
         (rounded, rounded + MALLOC_OVERHEAD)
     } else if slack {
@@ -226,7 +226,7 @@ fn check_classes(input: &Input) {
             class_size_model(size as u128),
             "class of {size}"
         );
-        assert!(block >= size && block % 16 == 0);
+        assert!(block >= size && block.is_multiple_of(16));
         assert_eq!(f::class_of(block), class);
         if class > 0 {
             assert!(
