@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Regenerates BENCHMARKS.md (at the repository root) from scratch, in one command:
+#   1. criterion timings of every suite (cargo-criterion's JSON rendered by criterion-table, with
+#      each cell's ratio to the fastest crate of its row);
+#   2. instructions per operation of every case for every crate, under valgrind's callgrind
+#      (the suites' counting mode, see benches/src/harness.rs);
+#   3. the machine, the toolchain, the crate versions and how malloc was set up.
+#
+# Usage:
+#   benches/report.sh                  full run (criterion's default times: about an hour)
+#   BENCH_QUICK=1 benches/report.sh    short measurement times, a trial of the whole pipeline
+# Environment:
+#   BENCH_QUICK=1     warm-up 0.1 s, measurement 0.3 s, 10 samples per benchmark
+#   BENCH_JOBS=N      callgrind runs in parallel (default 2; counts do not depend on load)
+#   BENCH_OUT=PATH    where to write the report (default BENCHMARKS.md at the repository root)
+#   CARGO_TARGET_DIR  honoured as usual
+# Needs: cargo (installs cargo-criterion and criterion-table with `cargo install --locked` when
+# missing), valgrind, awk, sed. Run it on an otherwise idle machine: other work skews timings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=${BENCH_OUT:-$root/BENCHMARKS.md}
+jobs=${BENCH_JOBS:-2}
+suites=(allocator_api collections typed pools)
+
+export RUSTUP_AUTO_INSTALL=0 CARGO_TERM_COLOR=never
+# Line tables let callgrind_annotate map instructions to source lines; they change no code. The
+# same setting for the build, cargo-criterion and the counting run means one build serves all.
+export CARGO_PROFILE_BENCH_DEBUG=line-tables-only
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+log() { printf '[%4ss] %s\n' "$(($(date +%s) - start))" "$*" >&2; }
+
+for tool in cargo-criterion criterion-table; do
+  if ! command -v "$tool" >/dev/null; then
+    log "installing $tool"
+    cargo install --locked "$tool"
+  fi
+done
+command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
+
+# ---- build once, and find the suite binaries ----
+log "building the suites"
+cargo bench -p arena-pool-benches --no-run --message-format=json 2>"$work/build.log" \
+  | sed -n 's/.*"kind":\["bench"\].*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*/\1 \2/p' \
+  > "$work/bins" || { cat "$work/build.log" >&2; exit 1; }
+bin_of() { awk -v s="$1" '$1 == s { print $2 }' "$work/bins"; }
+for suite in "${suites[@]}"; do
+  [[ -x $(bin_of "$suite") ]] || { echo "no binary for suite $suite" >&2; exit 1; }
+done
+
+# ---- 1. timings ----
+criterion_args=()
+if [[ -n ${BENCH_QUICK:-} ]]; then
+  criterion_args=(-- --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
+fi
+log "criterion: every suite${BENCH_QUICK:+ (quick)}"
+for suite in "${suites[@]}"; do
+  cargo criterion -p arena-pool-benches --bench "$suite" --message-format=json \
+    --plotting-backend disabled "${criterion_args[@]}" 2>>"$work/criterion.log" \
+    >>"$work/criterion.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
+  log "criterion: $suite done"
+done
+# criterion-table reads tables.toml (headings, comments) from the current directory.
+(cd benches && criterion-table <"$work/criterion.json" >"$work/tables.md" 2>"$work/table.err")
+if [[ -s $work/table.err ]] || ! grep -q '^### ' "$work/tables.md"; then
+  cat "$work/table.err" >&2
+  exit 1
+fi
+
+# ---- 2. instruction counts ----
+# One callgrind process per suite and crate. Each case of the process writes one profile part
+# when it leaves the measured function; the binary prints the case ids in the same order.
+count() { # suite crate index
+  local bin dir
+  bin=$(bin_of "$1")
+  dir=$work/cg/$1-$3
+  mkdir -p "$dir"
+  BENCH_COUNT="$1/$2/" valgrind --tool=callgrind --collect-atstart=no \
+    --toggle-collect=arena_pool_bench_measured --dump-after=arena_pool_bench_measured \
+    --callgrind-out-file="$dir/cg.out" "$bin" >"$dir/ids" 2>"$dir/valgrind.log" \
+    || { echo "callgrind failed for $1/$2" >&2; tail "$dir/valgrind.log" >&2; return 1; }
+  local k=0 id ops ir
+  while IFS=$'\t' read -r id ops; do
+    k=$((k + 1))
+    ir=$(sed -n 's/^totals: *//p' "$dir/cg.out.$k")
+    [[ -n $ir ]] || { echo "no profile part $k for $id" >&2; return 1; }
+    printf '%s\t%s\t%s\n' "$id" "$ops" "$ir"
+  done <"$dir/ids" >"$dir/counts"
+}
+log "callgrind: every case of every crate, $jobs at a time"
+pids=()
+for suite in "${suites[@]}"; do
+  i=0
+  while IFS= read -r krate; do
+    i=$((i + 1))
+    echo "$work/cg/$suite-$i/counts" >>"$work/order"
+    count "$suite" "$krate" "$i" &
+    pids+=($!)
+    if ((${#pids[@]} >= jobs)); then
+      wait "${pids[0]}"
+      pids=("${pids[@]:1}")
+    fi
+  done < <(BENCH_COUNT=list "$(bin_of "$suite")" | cut -f1 | cut -d/ -f2 | awk '!seen[$0]++')
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+# In registration order: suite by suite, and within a suite crate by crate (the table below
+# takes rows and columns in order of first appearance).
+while IFS= read -r f; do cat "$f"; done <"$work/order" >"$work/counts.tsv"
+log "callgrind: $(wc -l <"$work/counts.tsv") cases counted"
+
+# ---- assemble ----
+# Timing cells: criterion-table compares each crate with the first column; recompute each cell's
+# ratio against the fastest crate of its row (bold), from the times it printed.
+fastest_awk='
+function ps(v, u) {
+  return v * (u == "s" ? 1e12 : u == "ms" ? 1e9 : u == "us" ? 1e6 : u == "ns" ? 1e3 : 1)
+}
+/^## Table of Contents/ { toc = 1 }
+toc && /^$/ && seen_entry {
+  print "- [Instructions per operation](#instructions-per-operation)"
+  print "- [Machine, toolchain and versions](#machine-toolchain-and-versions)"
+  toc = 0
+}
+toc && /^- / { seen_entry = 1 }
+/^---$/ || /^Made with \[criterion-table\]/ { next }
+/^\| \*\*`/ {
+  n = split($0, c, "|")
+  min = -1
+  for (i = 3; i < n; i++) {
+    v[i] = -1
+    if (match(c[i], /`[0-9.]+ (s|ms|us|ns|ps)`/)) {
+      t[i] = substr(c[i], RSTART + 1, RLENGTH - 2)
+      split(t[i], p, " ")
+      v[i] = ps(p[1], p[2])
+      if (min < 0 || v[i] < min) min = v[i]
+    }
+  }
+  line = "|" c[2]
+  for (i = 3; i < n; i++) {
+    if (v[i] < 0) cell = " `N/A` "
+    else if (v[i] == min) cell = sprintf(" **`%s`** (**1.00x**) ", t[i])
+    else cell = sprintf(" `%s` (%.2fx) ", t[i], v[i] / min)
+    line = line "|" cell
+  }
+  print line "|"
+  next
+}
+{ print }
+'
+
+# Instruction table: one table per suite, rows = cases, columns = crates, each cell the
+# instructions per operation and the ratio to the lowest of the row (bold).
+counts_awk='
+function fmt(x) { return x < 10 ? sprintf("%.2f", x) : x < 1000 ? sprintf("%.1f", x) : sprintf("%.0f", x) }
+BEGIN { FS = "\t" }
+{
+  split($1, id, "/")
+  s = id[1]; k = id[2]; r = substr($1, length(s) + length(k) + 3)
+  if (!(s in ns)) { suite[++nsuite] = s; ns[s] = 1 }
+  if (!((s, k) in colseen)) { colseen[s, k] = 1; col[s, ++ncol[s]] = k }
+  if (!((s, r) in rowseen)) { rowseen[s, r] = 1; row[s, ++nrow[s]] = r }
+  val[s, r, k] = $3 / $2
+}
+END {
+  for (a = 1; a <= nsuite; a++) {
+    s = suite[a]
+    printf "### %s\n\n| |", s
+    for (j = 1; j <= ncol[s]; j++) printf " `%s` |", col[s, j]
+    printf "\n|:--|"
+    for (j = 1; j <= ncol[s]; j++) printf "--:|"
+    printf "\n"
+    for (i = 1; i <= nrow[s]; i++) {
+      r = row[s, i]; min = -1
+      for (j = 1; j <= ncol[s]; j++)
+        if (((s, r, col[s, j]) in val) && (min < 0 || val[s, r, col[s, j]] < min)) min = val[s, r, col[s, j]]
+      printf "| **`%s`** |", r
+      for (j = 1; j <= ncol[s]; j++) {
+        if (!((s, r, col[s, j]) in val)) { printf " N/A |"; continue }
+        x = val[s, r, col[s, j]]
+        if (x == min) printf " **%s** (**1.00x**) |", fmt(x)
+        else printf " %s (%.2fx) |", fmt(x), (min > 0 ? x / min : 0)
+      }
+      printf "\n"
+    }
+    printf "\n"
+  }
+}
+'
+
+malloc_line=$(grep -o 'set(M_MMAP_THRESHOLD, [^)]*) & set(M_TRIM_THRESHOLD, [^)]*)' \
+  benches/src/lib.rs || echo "(see fix_malloc_thresholds)")
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+{
+  awk "$fastest_awk" "$work/tables.md"
+  cat <<EOF
+## Instructions per operation
+
+Instructions executed (callgrind's \`Ir\`) per operation, exact and repeatable: each case runs
+twice unmeasured, then (about 100 000 operations' worth of) measured repetitions inside the
+suites' measured function, the only code callgrind counts (\`BENCH_COUNT=<suite>/<crate>/ valgrind
+--tool=callgrind --collect-atstart=no --toggle-collect=arena_pool_bench_measured
+--dump-after=arena_pool_bench_measured <suite binary>\`). The count includes everything the case
+does, the crate's reset at the end of each iteration and the loop around the calls included; it
+is divided by the case's operations (the calls, pushes, inserts, nodes or strings its name
+counts; a first allocation or a reset counts one). Each cell: instructions per operation and the
+ratio to the lowest of the row (bold). Instruction counts ignore cache misses and branch
+mispredictions, which the timings above include.
+
+EOF
+  awk "$counts_awk" "$work/counts.tsv"
+  cat <<EOF
+## Machine, toolchain and versions
+
+- Generated: $(date -u '+%Y-%m-%d %H:%M UTC')${BENCH_QUICK:+, **quick trial run** (BENCH_QUICK=1: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough)}
+- CPU: ${cpu:-unknown}; $(nproc) cores available (\`nproc\`); $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) of memory
+- Kernel: $(uname -sr)
+- $(valgrind --version), $(cargo criterion --version 2>/dev/null | head -1), criterion-table $(cargo install --list | sed -n 's/^criterion-table v\([^:]*\):/\1/p')
+- Build: the \`bench\` profile (release settings) plus line tables, \`CARGO_PROFILE_BENCH_DEBUG=line-tables-only\`
+
+\`rustc -vV\`:
+
+\`\`\`text
+$(rustc -vV)
+\`\`\`
+
+Crates measured (\`cargo tree -p arena-pool-benches -e normal --depth 1\`):
+
+\`\`\`text
+$(cargo tree -p arena-pool-benches -e normal --depth 1 --prefix none 2>/dev/null | sed 's/ (\/.*//' | sort -u)
+\`\`\`
+
+**malloc.** Every suite binary starts by fixing glibc malloc's thresholds with \`mallopt\`
+(\`fix_malloc_thresholds\` in \`benches/src/lib.rs\`: \`${malloc_line}\`): blocks up to 32 MiB
+come from the heap instead of fresh \`mmap\`s, and freed memory is not returned to the system.
+With glibc's default, *dynamic* mmap threshold, whichever crate ran first paid page faults on
+every large chunk and raised the threshold for the crates after it; fixed thresholds make each
+crate's numbers independent of the order of the runs. The system allocator's columns are glibc
+malloc with these settings.
+
+---
+Timing tables made with [criterion-table](https://github.com/nu11ptr/criterion-table).
+EOF
+} >"$out"
+log "wrote $out"
