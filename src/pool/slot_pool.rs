@@ -259,8 +259,14 @@ impl<A: Allocator> Pool<A> {
                 .retain(|i| live[i] > 0, |slab| self.unregister(slab), &self.alloc)
         };
         if carving_released {
-            self.carve.set(NonNull::dangling());
-            self.carve_end.set(NonNull::dangling());
+            // Carving moved back to a fully carved slab (or to none): an empty carve region at
+            // its end, so that the carve position stays inside the slab being carved.
+            let end = match self.slabs.carving() {
+                Some(slab) => slab.slots_end(self.slot),
+                None => NonNull::dangling(),
+            };
+            self.carve.set(end);
+            self.carve_end.set(end);
         }
         for p in free.into_iter().rev() {
             if self.map.get(p.addr().get()).is_some() {
