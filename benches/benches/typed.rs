@@ -50,35 +50,41 @@ enum Case {
 }
 
 impl Op {
-    /// One call, its result to `black_box`.
+    /// `N` calls, each result to `black_box` (the `match` is outside the loop, so the loop holds
+    /// only the call and its `black_box`es).
     #[inline(always)]
-    fn call<A: TypedAlloc>(self, a: &A, bytes: &[u8], words: &[u64], text: &str, i: usize) {
+    fn calls<A: TypedAlloc>(self, a: &A, bytes: &[u8], words: &[u64], text: &str) {
+        macro_rules! n_times {
+            (|$i:ident| $call:expr) => {
+                for $i in 0..N {
+                    black_box($call);
+                }
+            };
+        }
         match self {
-            Op::AllocU8 => _ = black_box(a.alloc(black_box(i as u8))),
-            Op::AllocU16 => _ = black_box(a.alloc(black_box(i as u16))),
-            Op::AllocU32 => _ = black_box(a.alloc(black_box(i as u32))),
-            Op::AllocU64 => _ = black_box(a.alloc(black_box(i as u64))),
-            Op::AllocU128 => _ = black_box(a.alloc(black_box(i as u128))),
-            Op::AllocBytes13 => _ = black_box(a.alloc(black_box(Bytes13([i as u8; 13])))),
-            Op::AllocWords8 => _ = black_box(a.alloc(black_box(Payload::<8>::new(i as u64)))),
-            Op::AllocWords32 => _ = black_box(a.alloc(black_box(Payload::<32>::new(i as u64)))),
-            Op::AllocWords128 => {
-                _ = black_box(a.alloc(black_box(Payload::<128>::new(i as u64))));
-            }
-            Op::SliceCopyU8(_) => _ = black_box(a.alloc_slice_copy(black_box(bytes))),
-            Op::SliceCopyU64(_) => _ = black_box(a.alloc_slice_copy(black_box(words))),
-            Op::Str(_) => _ = black_box(a.alloc_str(black_box(text))),
+            Op::AllocU8 => n_times!(|i| a.alloc(black_box(i as u8))),
+            Op::AllocU16 => n_times!(|i| a.alloc(black_box(i as u16))),
+            Op::AllocU32 => n_times!(|i| a.alloc(black_box(i as u32))),
+            Op::AllocU64 => n_times!(|i| a.alloc(black_box(i as u64))),
+            Op::AllocU128 => n_times!(|i| a.alloc(black_box(i as u128))),
+            Op::AllocBytes13 => n_times!(|i| a.alloc(black_box(Bytes13([i as u8; 13])))),
+            Op::AllocWords8 => n_times!(|i| a.alloc(black_box(Payload::<8>::new(i as u64)))),
+            Op::AllocWords32 => n_times!(|i| a.alloc(black_box(Payload::<32>::new(i as u64)))),
+            Op::AllocWords128 => n_times!(|i| a.alloc(black_box(Payload::<128>::new(i as u64)))),
+            Op::SliceCopyU8(_) => n_times!(|_i| a.alloc_slice_copy(black_box(bytes))),
+            Op::SliceCopyU64(_) => n_times!(|_i| a.alloc_slice_copy(black_box(words))),
+            Op::Str(_) => n_times!(|_i| a.alloc_str(black_box(text))),
             Op::FillDefault(len) => {
-                _ = black_box(a.alloc_slice_fill_default::<u64>(black_box(len)));
+                n_times!(|_i| a.alloc_slice_fill_default::<u64>(black_box(len)));
             }
             Op::SizedFillDefaultU64x16 => {
-                _ = black_box(a.alloc_sized_slice_fill_default::<u64, 16>());
+                n_times!(|_i| a.alloc_sized_slice_fill_default::<u64, 16>());
             }
             Op::SizedFillDefaultU8x128 => {
-                _ = black_box(a.alloc_sized_slice_fill_default::<u8, 128>());
+                n_times!(|_i| a.alloc_sized_slice_fill_default::<u8, 128>());
             }
             Op::FillWith(len) => {
-                _ = black_box(a.alloc_slice_fill_with(black_box(len), |j| (j as u32) * 3));
+                n_times!(|_i| a.alloc_slice_fill_with(black_box(len), |j| (j as u32) * 3));
             }
         }
     }
@@ -107,9 +113,7 @@ impl Case {
                     .map(|i| char::from(b'a' + (i % 26) as u8))
                     .collect();
                 d.steady(|| {
-                    for i in 0..N {
-                        op.call(&a, &bytes, &words, &text, i);
-                    }
+                    op.calls(&a, &bytes, &words, &text);
                     a.reset();
                 });
             }
