@@ -78,7 +78,11 @@ count() { # suite crate index
   bin=$(bin_of "$1")
   dir=$work/cg/$1-$3
   mkdir -p "$dir"
-  BENCH_COUNT="$1/$2/" valgrind --tool=callgrind --collect-atstart=no \
+  # An environment of the same size for every run: the stack then starts at the same address,
+  # and a copy to or from a stack buffer costs the same instructions whatever the crate's name.
+  local filter="$1/$2/" pad
+  pad=$(printf '%*s' $((128 - ${#filter})) '' | tr ' ' x)
+  env -i BENCH_COUNT="$filter" BENCH_PAD="$pad" valgrind --tool=callgrind --collect-atstart=no \
     --toggle-collect=arena_pool_bench_measured --dump-after=arena_pool_bench_measured \
     --callgrind-out-file="$dir/cg.out" "$bin" >"$dir/ids" 2>"$dir/valgrind.log" \
     || { echo "callgrind failed for $1/$2" >&2; tail "$dir/valgrind.log" >&2; return 1; }
@@ -190,8 +194,8 @@ END {
 }
 '
 
-malloc_line=$(grep -o 'set(M_MMAP_THRESHOLD, [^)]*) & set(M_TRIM_THRESHOLD, [^)]*)' \
-  benches/src/lib.rs || echo "(see fix_malloc_thresholds)")
+malloc_line=$(grep -o 'set(M_[A-Z_]*, [^)]*)' benches/src/lib.rs | paste -sd' ' - \
+  || echo "(see fix_malloc_thresholds)")
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
   awk "$fastest_awk" "$work/tables.md"
@@ -202,7 +206,8 @@ Instructions executed (callgrind's \`Ir\`) per operation, exact and repeatable: 
 twice unmeasured, then (about 100 000 operations' worth of) measured repetitions inside the
 suites' measured function, the only code callgrind counts (\`BENCH_COUNT=<suite>/<crate>/ valgrind
 --tool=callgrind --collect-atstart=no --toggle-collect=arena_pool_bench_measured
---dump-after=arena_pool_bench_measured <suite binary>\`). The count includes everything the case
+--dump-after=arena_pool_bench_measured <suite binary>\`, in an environment of the same size for
+every crate, so that stack buffers have the same alignment). The count includes everything the case
 does, the crate's reset at the end of each iteration and the loop around the calls included; it
 is divided by the case's operations (the calls, pushes, inserts, nodes or strings its name
 counts; a first allocation or a reset counts one). Each cell: instructions per operation and the
