@@ -162,7 +162,7 @@ impl RawArena {
                         cur.insert_after(c);
                     }
                 }
-                return Ok(self.enter_chunk(c, layout));
+                return self.enter_chunk(c, layout);
             }
             spare = c.next();
         }
@@ -170,7 +170,7 @@ impl RawArena {
         if let Some(cur) = current {
             cur.insert_after(c);
         }
-        Ok(self.enter_chunk(c, layout))
+        self.enter_chunk(c, layout)
     }
 
     /// Takes a new chunk for `layout` from the backing allocator, honouring the limit. The chunk
@@ -232,14 +232,12 @@ impl RawArena {
     }
 
     /// Makes `c` the current chunk and bumps `layout` from its start.
-    fn enter_chunk(&self, c: Chunk, layout: Layout) -> NonNull<u8> {
+    fn enter_chunk(&self, c: Chunk, layout: Layout) -> Result<NonNull<u8>, Failure> {
         self.leave_current();
         self.set_current(c);
-        match self.bump(layout) {
-            Some(p) => p,
-            // `c` was chosen or sized so that `layout` fits from its start.
-            None => unreachable!("arena-pool: a chunk chosen for a layout does not fit it"),
-        }
+        // `c` was chosen or sized so that `layout` fits from its start: this never fails, and the
+        // error (rather than a panic) keeps the fallible API free of panicking paths.
+        self.bump(layout).ok_or(Failure::CapacityOverflow)
     }
 
     /// Records the bytes used in the current chunk before moving past it.

@@ -447,14 +447,15 @@ impl<A: Allocator> SizeClassPool<A> {
 
     #[inline]
     fn take(&self, class: usize) -> Result<NonNull<u8>, AllocError> {
-        let state = &self.classes[class];
+        // `class_of` maps every pooled size to a valid class: the checked forms (here and below)
+        // cost a compare and keep the fallible API free of panicking paths.
+        let state = self.classes.get(class).ok_or(AllocError)?;
         let page = match state.available.get() {
             Some(page) => page,
             None => self.new_page(class)?,
         };
-        let Some(p) = page.pop() else {
-            unreachable!("arena-pool: a page listed as having room is full")
-        };
+        // A page on the available list always has a free block.
+        let p = page.pop().ok_or(AllocError)?;
         if page.is_full() {
             self.unlink(page, &state.available);
         }
@@ -496,8 +497,8 @@ impl<A: Allocator> SizeClassPool<A> {
         };
         page.init(class, self.options.page_size);
         set!(page, in_list, false);
-        self.push_front(page, &self.classes[class].available);
-        let state = &self.classes[class];
+        let state = self.classes.get(class).ok_or(AllocError)?;
+        self.push_front(page, &state.available);
         state.pages.set(state.pages.get() + 1);
         Ok(page)
     }
@@ -548,7 +549,9 @@ impl<A: Allocator> SizeClassPool<A> {
                 panic!("arena-pool: SizeClassPool::deallocate: double free of {p:p}");
             }
         }
-        let state = &self.classes[class];
+        let Some(state) = self.classes.get(class) else {
+            return; // not a class of ours: only a broken contract gets here
+        };
         // SAFETY: the block is ours and no longer in use.
         unsafe { page.push(p) };
         state.live.set(state.live.get() - 1);

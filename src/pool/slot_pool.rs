@@ -321,7 +321,11 @@ impl<A: Allocator> Pool<A> {
             let slots = self.next_slab_slots.get();
             self.add_slab(slots)?;
             self.slabs.advance();
-            let cap = (MAX_SLAB_BYTES / self.slot).max(MIN_SLAB_SLOTS);
+            // `slot` is never 0; the checked division keeps this path free of a panic.
+            let cap = MAX_SLAB_BYTES
+                .checked_div(self.slot)
+                .unwrap_or(0)
+                .max(MIN_SLAB_SLOTS);
             self.next_slab_slots
                 .set(slots.saturating_mul(2).min(cap.max(slots)));
         }
