@@ -8,6 +8,7 @@
 //!    block going back to the shard it came from.
 //!
 //! Run: `cargo run --release --example parallel`
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use std::sync::mpsc;
 use std::thread;
