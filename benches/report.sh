@@ -194,7 +194,7 @@ END {
 }
 '
 
-malloc_line=$(grep -o 'set(M_[A-Z_]*, [^)]*)' benches/src/lib.rs | paste -sd' ' - \
+malloc_line=$(grep -o 'set(M_[A-Z_]*, [^)]*)' benches/src/lib.rs | paste -sd';' - | sed 's/;/; /g' \
   || echo "(see fix_malloc_thresholds)")
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
