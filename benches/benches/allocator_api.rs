@@ -11,7 +11,7 @@ use std::hint::black_box;
 
 use allocator_api2::vec::Vec;
 use arena_pool_benches::harness::{Driver, Runner, run_suite};
-use arena_pool_benches::{Api02, BenchAlloc, Layout, N, SystemAlloc};
+use arena_pool_benches::{Api02, BenchAlloc, Layout, LocalHandle, N, SystemAlloc};
 
 #[derive(Clone, Copy)]
 enum Case {
@@ -117,6 +117,8 @@ fn row(r: &mut Runner<'_>, name: &str, case: Case) {
         r.bench(A::NAME, name, case.ops(), |d| case.run::<A>(d));
     }
     one::<arena_pool::Arena>(r, name, case);
+    one::<arena_pool::SyncArena>(r, name, case);
+    one::<LocalHandle>(r, name, case);
     one::<bumpalo::Bump>(r, name, case);
     one::<bump_scope::Bump>(r, name, case);
     one::<blink_alloc::Blink>(r, name, case);

@@ -23,7 +23,7 @@ use arena_pool::SizeClassPool;
 use arena_pool_benches::harness::{Driver, Runner, run_suite};
 use arena_pool_benches::{
     FastallocSlots, Layout, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlotFamily,
-    SlotStore, SystemBox,
+    SlotStore, SyncPoolSlots, SystemBox,
 };
 
 /// Live blocks of the fill-then-drain cases.
@@ -129,6 +129,7 @@ fn slot_row(r: &mut Runner<'_>, name: &str, case: SlotCase) {
         r.bench(F::NAME, name, case.ops(), |d| case.run::<F>(d));
     }
     one::<PoolSlots>(r, name, case);
+    one::<SyncPoolSlots>(r, name, case);
     one::<SystemBox>(r, name, case);
     one::<SlabSlots>(r, name, case);
     one::<FastallocSlots>(r, name, case);

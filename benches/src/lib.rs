@@ -14,7 +14,7 @@ mod typed;
 
 pub use slots::{
     FastallocSlots, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlabStore, SlotFamily,
-    SlotStore, SystemBox,
+    SlotStore, SyncPoolSlots, SystemBox,
 };
 pub use typed::TypedAlloc;
 
@@ -131,6 +131,67 @@ bump_peer!(
     "arena-pool",
     allocator_api2::alloc::Allocator
 );
+// arena-pool's thread-safe arena used from one thread: its shared path (one compare-and-swap per
+// block) and a `LocalArena` handle (no atomics), beside `Arena` — what thread safety costs.
+bump_peer!(
+    arena_pool::SyncArena,
+    "arena-pool-SyncArena",
+    allocator_api2::alloc::Allocator
+);
+
+/// A [`arena_pool::LocalArena`] handle on a `SyncArena` the adapter owns; `reset` drops the
+/// handle, resets the arena and takes a new handle.
+pub struct LocalHandle {
+    /// Owned (from `Box::into_raw`), freed in `Drop` after the handle.
+    shared: NonNull<arena_pool::SyncArena>,
+    local: core::mem::ManuallyDrop<arena_pool::LocalArena<'static>>,
+}
+
+impl LocalHandle {
+    fn local(&self) -> &arena_pool::LocalArena<'static> {
+        &self.local
+    }
+}
+
+impl Drop for LocalHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle is dropped once, here, before the arena it borrows; the arena came
+        // from `Box::into_raw` and nothing refers to it after the handle.
+        unsafe {
+            core::mem::ManuallyDrop::drop(&mut self.local);
+            drop(Box::from_raw(self.shared.as_ptr()));
+        }
+    }
+}
+
+// SAFETY: the methods forward to `LocalArena`'s own `Allocator` impl; `reset` ends the handle
+// before resetting the arena (no block of it is used afterwards, as `BenchAlloc::reset` requires).
+unsafe impl BenchAlloc for LocalHandle {
+    const NAME: &'static str = "arena-pool-LocalArena";
+    fn new() -> Self {
+        let shared = NonNull::from(Box::leak(Box::new(arena_pool::SyncArena::new())));
+        // SAFETY: the arena lives until `Drop`, after the handle (see there).
+        let local = unsafe { shared.as_ref() }.local();
+        LocalHandle {
+            shared,
+            local: core::mem::ManuallyDrop::new(local),
+        }
+    }
+    fn reset(&mut self) {
+        // SAFETY: as in `Drop`: the handle ends before the arena is reset, then a new one is taken.
+        unsafe {
+            core::mem::ManuallyDrop::drop(&mut self.local);
+            self.shared.as_mut().reset();
+            self.local = core::mem::ManuallyDrop::new(self.shared.as_ref().local());
+        }
+    }
+    forward_to!(
+        allocator_api2::alloc::Allocator,
+        arena_pool::LocalArena<'static>,
+        LocalHandle::local
+    );
+}
+
 bump_peer!(bumpalo::Bump, "bumpalo", allocator_api2::alloc::Allocator);
 bump_peer!(
     bump_scope::Bump,

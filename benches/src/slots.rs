@@ -68,6 +68,30 @@ impl<T> SlotStore<T> for arena_pool::Pool {
     }
 }
 
+/// arena-pool's thread-safe pool, used from one thread: `Box<T, &SyncPool>` (what the lock and the
+/// shard routing cost over `Pool`).
+pub struct SyncPoolSlots;
+
+impl SlotFamily for SyncPoolSlots {
+    const NAME: &'static str = "arena-pool-SyncPool";
+    type Store<T: fastalloc::Poolable> = arena_pool::SyncPool;
+}
+
+impl<T> SlotStore<T> for arena_pool::SyncPool {
+    type Handle<'s> = allocator_api2::boxed::Box<T, &'s arena_pool::SyncPool>;
+    fn with_capacity(_capacity: usize) -> Self {
+        arena_pool::SyncPool::for_type::<T>()
+    }
+    #[inline(always)]
+    fn insert(&self, value: T) -> Self::Handle<'_> {
+        allocator_api2::boxed::Box::new_in(value, self)
+    }
+    #[inline(always)]
+    fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
+        drop(handle);
+    }
+}
+
 /// The system allocator: `std::boxed::Box<T>` (glibc malloc here).
 pub struct SystemBox;
 
