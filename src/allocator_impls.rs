@@ -8,6 +8,8 @@ use core::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Layout};
 
+#[cfg(feature = "std")]
+use crate::SyncPool;
 use crate::arena::{Arena, ArenaRef};
 use crate::{Pool, SizeClassPool};
 
@@ -197,3 +199,6 @@ macro_rules! pool_allocator {
 
 pool_allocator!(Pool);
 pool_allocator!(SizeClassPool);
+// Its slots are the shards' `Pool` slots, each taken and given back under its shard's lock.
+#[cfg(feature = "std")]
+pool_allocator!(SyncPool);

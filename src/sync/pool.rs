@@ -263,6 +263,16 @@ impl<A: Allocator> SyncPool<A> {
     }
 
     #[inline]
+    pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.allocate_with(layout, false)
+    }
+
+    #[inline]
+    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.allocate_with(layout, true)
+    }
+
+    #[inline]
     fn allocate_with(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
         let s = self.shared();
         if self.pooled(layout) {
@@ -288,7 +298,7 @@ impl<A: Allocator> SyncPool<A> {
     /// # Safety
     /// The `Allocator::deallocate` contract.
     #[inline]
-    unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+    pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
         let s = self.shared();
         if self.pooled(layout) {
             let home = self.home();
@@ -316,7 +326,7 @@ impl<A: Allocator> SyncPool<A> {
     ///
     /// # Safety
     /// The `Allocator::grow`/`shrink` contract.
-    unsafe fn reallocate_impl(
+    pub(crate) unsafe fn reallocate_impl(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -377,60 +387,5 @@ impl<A: Allocator> fmt::Debug for SyncPool<A> {
             .field("shards", &self.shard_count())
             .field("stats", &self.stats())
             .finish()
-    }
-}
-
-// SAFETY: pooled blocks are slots of the shards' pools, each handed out and taken back under its
-// shard's lock (a slot is free or in use, never both), freed into the shard whose slab holds it;
-// other blocks come from `A` and go back to it, routed by layout alone. Blocks stay valid until
-// deallocated, `reset`, `trim` or drop, which need `&mut`/ownership.
-unsafe impl<A: Allocator> Allocator for SyncPool<A> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_with(layout, false)
-    }
-
-    #[inline]
-    fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_with(layout, true)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.deallocate_impl(ptr, layout) }
-    }
-
-    #[inline]
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
-    }
-
-    #[inline]
-    unsafe fn grow_zeroed(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, true) }
-    }
-
-    #[inline]
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old_layout: Layout,
-        new_layout: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
     }
 }
