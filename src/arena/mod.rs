@@ -15,7 +15,7 @@ use crate::error::Failure;
 
 pub(crate) use bump::{RawArena, dangling};
 pub(crate) use chunk::{
-    CHUNK_ALIGN, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity,
+    CHUNK_ALIGN, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
 };
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;

@@ -10,6 +10,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::arena::{
     ArenaStats, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, dangling,
+    min_chunk_size,
 };
 use crate::error::Failure;
 use crate::sync::LocalArena;
@@ -31,6 +32,9 @@ struct SharedChunk {
 const DATA_OFFSET: usize = size_of::<SharedChunk>().next_multiple_of(CHUNK_ALIGN);
 /// Alignment of every chunk block, hence of every chunk's first usable byte.
 const CHUNK_ALIGN: usize = crate::arena::CHUNK_ALIGN;
+/// Header bytes beyond the `Arena`'s chunk header (zero except under loom): added to a request so
+/// that the `Arena`'s sizing policy, which counts its own header, sizes our chunks.
+const EXTRA_HEADER: usize = DATA_OFFSET.saturating_sub(HEADER_SIZE);
 
 /// A handle to a chunk (the block's own pointer, which carries its provenance).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -248,9 +252,8 @@ impl<A: Allocator> SyncArena<A> {
 
     fn reserved(capacity: usize, alloc: A) -> Result<SyncArena<A>, Failure> {
         let arena = SyncArena::new_in(alloc);
-        let extra = DATA_OFFSET - HEADER_SIZE.min(DATA_OFFSET);
         let (size, nominal) = capacity
-            .checked_add(extra)
+            .checked_add(EXTRA_HEADER)
             .and_then(chunk_size_for_capacity)
             .ok_or(Failure::CapacityOverflow)?;
         let mut chunks = arena.chunks.lock();
@@ -417,11 +420,10 @@ impl<A: Allocator> SyncArena<A> {
     /// Takes a new chunk for `layout` from the backing allocator, honouring the limit.
     fn new_chunk(&self, chunks: &mut Chunks, layout: Layout) -> Result<Chunk, Failure> {
         // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
-        let extra = DATA_OFFSET - HEADER_SIZE.min(DATA_OFFSET);
         let padded = Layout::from_size_align(
             layout
                 .size()
-                .checked_add(extra)
+                .checked_add(EXTRA_HEADER)
                 .ok_or(Failure::CapacityOverflow)?,
             layout.align(),
         )
@@ -431,10 +433,8 @@ impl<A: Allocator> SyncArena<A> {
         if let Some(limit) = chunks.limit {
             let left = limit.saturating_sub(chunks.held);
             if size > left {
-                let needed = (DATA_OFFSET + layout.align().saturating_sub(CHUNK_ALIGN))
-                    .checked_add(layout.size())
-                    .and_then(|n| n.checked_next_multiple_of(CHUNK_ALIGN))
-                    .ok_or(Failure::CapacityOverflow)?;
+                // The smallest chunk that still holds the request.
+                let needed = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
                 if needed > left {
                     return Err(Failure::LimitReached { limit });
                 }
@@ -591,11 +591,10 @@ impl<A: Allocator> SyncArena<A> {
     /// # Safety
     /// The `Allocator::deallocate` contract.
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: `p + size` is the end of the caller's block, inside one chunk.
-            let end = unsafe { p.add(layout.size()) };
-            self.give_back(p, end);
-        }
+        // SAFETY: `p + size` is the end of the caller's block (`p` itself for an empty one, which
+        // `give_back` ignores).
+        let end = unsafe { p.add(layout.size()) };
+        self.give_back(p, end);
     }
 
     /// `Allocator::grow` / `grow_zeroed`: in place when the block is last and the chunk has room.
@@ -616,11 +615,11 @@ impl<A: Allocator> SyncArena<A> {
             p
         } else {
             let q = self.place(new).map_err(|_| AllocError)?;
+            // The old block is not given back: `q` was bumped after it (or in a newer chunk), so
+            // it is no longer the last block.
             // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`;
             // `p` is readable for `old.size()` bytes and `q` writable for more.
             unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
-            // SAFETY: the old block is not used again (the grow contract).
-            unsafe { self.deallocate_impl(p, old) };
             q
         };
         if zeroed {
