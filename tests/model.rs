@@ -932,9 +932,10 @@ fn run_scope(scope: &mut ArenaRef<'_>, ops: &[ScopeOp], lv: &mut Levels, path: &
                 let entry = scope.used_bytes();
                 let r = catch_unwind(AssertUnwindSafe(|| {
                     scope.with_scope(|child| {
-                        assert_eq!(
-                            child.used_bytes(),
-                            entry,
+                        // At most the one byte stepped over at entry (none when the chunk
+                        // is full or there is none).
+                        assert!(
+                            child.used_bytes() - entry <= 1,
                             "{at}: entering moved the position"
                         );
                         run_scope(child, ops, lv, &at);

@@ -4,9 +4,10 @@
 //! Invariants (DESIGN §3):
 //! - `ptr <= end`, both inside the current chunk's usable bytes (or both the dangling sentinel when
 //!   there is no chunk), and both carry the provenance of the chunk's block.
-//! - `floor` is the lowest address of the current chunk that the current scope may roll back to:
-//!   a block ending at or below it belongs to an enclosing scope and is never moved, grown in
-//!   place or rolled back.
+//! - No block of an enclosing scope ends at `ptr` while a child scope is active: entering a scope
+//!   steps the position past the parent's last block (see [`RawArena::enter_scope`]), and the
+//!   child's blocks all start after it. So "ends at `ptr`" alone identifies the current scope's
+//!   last block, and a parent's block is never moved, grown in place or rolled back by a child.
 //! - The chunk list is `[used chunks …, current, spares …]`; `used_before` is the number of bytes
 //!   used in the chunks before the current one, recorded when each was left.
 
@@ -30,8 +31,6 @@ pub(crate) struct RawArena {
     ptr: Cell<NonNull<u8>>,
     /// One past the last usable byte of the current chunk.
     end: Cell<NonNull<u8>>,
-    /// Lowest address of the current chunk the current scope owns.
-    floor: Cell<NonNull<u8>>,
     /// The current chunk, `None` until the first chunk is taken.
     chunk: Cell<Option<Chunk>>,
     /// The first chunk of the list (`None` exactly when no chunk is held).
@@ -58,7 +57,6 @@ pub(crate) struct RawCheckpoint {
     chunk: Option<Chunk>,
     ptr: NonNull<u8>,
     end: NonNull<u8>,
-    floor: NonNull<u8>,
     used_before: usize,
 }
 
@@ -67,6 +65,24 @@ pub(crate) struct RawCheckpoint {
 pub(crate) fn dangling(align: usize) -> NonNull<u8> {
     // SAFETY: `align` is a power of two, hence non-zero.
     unsafe { NonNull::new_unchecked(ptr::without_provenance_mut(align)) }
+}
+
+/// Whether a chunk block at `addr` of `size` bytes lies where [`RawArena::bump`]'s end check
+/// cannot overflow: on 64-bit targets, entirely below address `isize::MAX`. The mainstream 64-bit
+/// systems keep user memory far below that (under 2^57), so this holds there in practice; a block
+/// outside is given back and the request fails as out of memory, never an overflow.
+#[inline]
+pub(crate) fn address_space_ok(addr: usize, size: usize) -> bool {
+    #[cfg(target_pointer_width = "64")]
+    {
+        addr.checked_add(size)
+            .is_some_and(|end| end <= isize::MAX as usize)
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        let _ = (addr, size);
+        true
+    }
 }
 
 impl RawArena {
@@ -82,7 +98,6 @@ impl RawArena {
         RawArena {
             ptr: Cell::new(none),
             end: Cell::new(none),
-            floor: Cell::new(none),
             chunk: Cell::new(None),
             head: Cell::new(None),
             largest: Cell::new(None),
@@ -97,38 +112,58 @@ impl RawArena {
 
     // ----- the fast path -----
 
-    /// Bumps `layout` in the current chunk: the one branch of the fast path.
+    /// Bumps `layout` in the current chunk: the one branch of the fast path. An empty layout
+    /// bumps too (by its alignment padding); [`alloc`](Self::alloc) gives empty layouts a
+    /// dangling pointer before they get here.
     ///
-    /// `pad + size` cannot overflow: `Layout` keeps `size <= isize::MAX - (align - 1)` and
-    /// `pad < align`. The sentinel has `ptr == end`, so it fails unless the layout is empty. An
-    /// empty layout gets an aligned pointer and leaves the position alone.
+    /// The end check cannot overflow. On 64-bit targets every chunk lies below address
+    /// `isize::MAX` (checked when a chunk is taken, see [`address_space_ok`]), `pad < align` and
+    /// `Layout` keeps `size <= isize::MAX - (align - 1)`, so `ptr + pad + size < 2^64`; the check
+    /// is then a compare of the new position with `end`. Elsewhere the check compares
+    /// `pad + size` (which cannot overflow) with the room left. The sentinel has `ptr == end`, so
+    /// it fails every non-empty layout.
     #[inline(always)]
     pub(crate) fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
         let ptr = self.ptr.get();
-        let pad = ptr.addr().get().wrapping_neg() & (layout.align() - 1);
-        let room = self.end.get().addr().get() - ptr.addr().get();
-        if pad + layout.size() <= room {
-            // SAFETY: `pad + size <= end - ptr`, so both offsets stay inside the current chunk's
-            // usable bytes (or are zero on the sentinel).
-            let (start, end) = unsafe {
-                let start = ptr.add(pad);
-                (start, start.add(layout.size()))
-            };
-            // An empty block takes no room, not even its padding (a select, not a branch).
-            self.ptr.set(if layout.size() == 0 { ptr } else { end });
-            Some(start)
+        let addr = ptr.addr().get();
+        let pad = addr.wrapping_neg() & (layout.align() - 1);
+        // Not yet known to be in bounds: computed with wrapping arithmetic, used after the check.
+        let start = ptr.as_ptr().wrapping_add(pad);
+        #[cfg(target_pointer_width = "64")]
+        let (fits, new) = {
+            let new = start.wrapping_add(layout.size());
+            (new.addr() <= self.end.get().addr().get(), new)
+        };
+        #[cfg(not(target_pointer_width = "64"))]
+        let (fits, new) = (
+            pad + layout.size() <= self.end.get().addr().get() - addr,
+            start.wrapping_add(layout.size()),
+        );
+        if fits {
+            // SAFETY: `ptr + pad + size <= end` (without overflow, see above): both `start` and
+            // `new` lie inside the current chunk's usable bytes (or equal `ptr` on the
+            // sentinel), at or after `ptr`, which is non-null.
+            unsafe {
+                self.ptr.set(NonNull::new_unchecked(new));
+                Some(NonNull::new_unchecked(start))
+            }
         } else {
             None
         }
     }
 
-    /// Allocates `layout`: bump, or take the cold path.
+    /// Allocates `layout`: an empty layout gets an aligned dangling pointer (and takes no room);
+    /// any other is bumped, or takes the cold path. For a layout known at compile time the
+    /// empty-layout test folds away.
     #[inline(always)]
-    pub(crate) fn alloc(
+    pub(crate) fn alloc<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<u8>, Failure> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout.align()));
+        }
         match self.bump(layout) {
             Some(p) => Ok(p),
             None => self.alloc_slow(layout, false, src),
@@ -141,11 +176,11 @@ impl RawArena {
     /// new chunk for room to keep growing the block. Changes nothing when it fails.
     #[cold]
     #[inline(never)]
-    pub(crate) fn alloc_slow(
+    pub(crate) fn alloc_slow<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
         slack: bool,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
@@ -175,11 +210,11 @@ impl RawArena {
 
     /// Takes a new chunk for `layout` from the backing allocator, honouring the limit. The chunk
     /// is not linked yet.
-    fn take_chunk(
+    fn take_chunk<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
         slack: bool,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<Chunk, Failure> {
         let (mut size, mut nominal) =
             chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
@@ -202,15 +237,20 @@ impl RawArena {
 
     /// Takes a block of `size` bytes from the backing allocator and makes it a chunk, recording it
     /// in the statistics and the growth state.
-    fn take_block(
+    fn take_block<S: ChunkSource + ?Sized>(
         &self,
         size: usize,
         nominal: usize,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<Chunk, Failure> {
         let block_layout =
             Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
         let block = src.allocate_chunk(block_layout)?;
+        if !address_space_ok(block.cast::<u8>().addr().get(), size) {
+            // SAFETY: the block came from `src` just now with `block_layout`, and is not used.
+            unsafe { src.deallocate_chunk(block.cast(), block_layout) };
+            return Err(Failure::OutOfMemory(block_layout));
+        }
         // Use exactly the requested size (the allocator may return more): the limit stays exact
         // and `size` is a valid length to give back.
         let block = NonNull::slice_from_raw_parts(block.cast::<u8>(), size);
@@ -253,14 +293,13 @@ impl RawArena {
         self.chunk.set(Some(c));
         self.ptr.set(c.start());
         self.end.set(c.end());
-        self.floor.set(c.start());
     }
 
     /// Takes a first chunk of at least `capacity` usable bytes (for `with_capacity`).
-    pub(crate) fn reserve_first(
+    pub(crate) fn reserve_first<S: ChunkSource + ?Sized>(
         &self,
         capacity: usize,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<(), Failure> {
         debug_assert!(self.chunk.get().is_none());
         let (size, nominal) = chunk_size_for_capacity(capacity).ok_or(Failure::CapacityOverflow)?;
@@ -276,21 +315,19 @@ impl RawArena {
 
     // ----- the Allocator rules -----
 
-    /// Whether `[p, p + size)` is the last block of the current scope: it ends at `ptr`, and
-    /// `ptr` is above the floor (a block ending at or below the floor belongs to an enclosing
-    /// scope; an empty block at the floor is treated the same way, which is harmless).
+    /// Whether `[p, p + size)` is the last block of the current scope: it ends at `ptr` (no
+    /// block of an enclosing scope does, see the module invariants).
     #[inline(always)]
     fn is_last(&self, p: NonNull<u8>, size: usize) -> bool {
-        let ptr = self.ptr.get().addr().get();
-        p.addr().get().wrapping_add(size) == ptr && ptr > self.floor.get().addr().get()
+        p.addr().get().wrapping_add(size) == self.ptr.get().addr().get()
     }
 
     /// `Allocator::allocate`.
     #[inline(always)]
-    pub(crate) fn allocate(
+    pub(crate) fn allocate<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
         match self.alloc(layout, src) {
             Ok(p) => Ok(NonNull::slice_from_raw_parts(p, layout.size())),
@@ -300,10 +337,10 @@ impl RawArena {
 
     /// `Allocator::allocate_zeroed`.
     #[inline]
-    pub(crate) fn allocate_zeroed(
+    pub(crate) fn allocate_zeroed<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
         let p = self.alloc(layout, src).map_err(|_| AllocError)?;
         // SAFETY: `p` is a fresh block of `layout.size()` writable bytes; no reference is formed.
@@ -325,34 +362,66 @@ impl RawArena {
         }
     }
 
-    /// `Allocator::grow` / `grow_zeroed`.
+    /// `Allocator::grow` / `grow_zeroed`: in place when the block is last, its start satisfies
+    /// the new alignment and the chunk has room (no stack frame on this path); otherwise
+    /// [`grow_elsewhere`](Self::grow_elsewhere).
     ///
     /// # Safety
     /// The `Allocator::grow` contract: `p` is a live block of this arena fitting `old`, and
     /// `new.size() >= old.size()`.
-    #[inline]
-    pub(crate) unsafe fn grow(
+    #[inline(always)]
+    pub(crate) unsafe fn grow<S: ChunkSource + ?Sized>(
         &self,
         p: NonNull<u8>,
         old: Layout,
         new: Layout,
         zeroed: bool,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         debug_assert!(new.size() >= old.size());
-        let q = if self.is_last(p, old.size()) {
-            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `deallocate`).
+        if self.is_last(p, old.size()) {
+            // SAFETY: `p + old.size() == ptr` inside the current chunk, so stepping back
+            // `old.size()` bytes from our own pointer stays in bounds (and keeps its provenance).
             let start = unsafe { self.ptr.get().sub(old.size()) };
             let room = self.end.get().addr().get() - start.addr().get();
             if start.addr().get() & (new.align() - 1) == 0 && new.size() <= room {
-                // In place: no copy.
                 // SAFETY: `new.size() <= end - start`.
                 self.ptr.set(unsafe { start.add(new.size()) });
-                start
-            } else {
-                // SAFETY: `[start, ptr)` is the last block and holds `old.size()` live bytes.
-                unsafe { self.move_last(start, new, old.size(), src) }?
+                if zeroed {
+                    // SAFETY: `[start, start + new.size())` is ours now; the tail past
+                    // `old.size()` is written through a raw pointer.
+                    unsafe {
+                        start
+                            .add(old.size())
+                            .write_bytes(0, new.size() - old.size())
+                    };
+                }
+                return Ok(start);
             }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.grow_elsewhere(p, old, new, zeroed, src) }
+    }
+
+    /// The rest of [`grow`](Self::grow): the block moves, within the chunk when it is last,
+    /// else to a fresh block.
+    ///
+    /// # Safety
+    /// As for [`grow`](Self::grow).
+    #[inline(never)]
+    unsafe fn grow_elsewhere<S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
+        let q = if self.is_last(p, old.size()) {
+            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `grow`).
+            let start = unsafe { self.ptr.get().sub(old.size()) };
+            // SAFETY: `[start, ptr)` is the last block and holds `old.size()` live bytes.
+            unsafe { self.move_last(start, new, old.size(), src) }?
         } else {
             let q = self.alloc(new, src)?;
             // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
@@ -368,35 +437,53 @@ impl RawArena {
         Ok(q)
     }
 
-    /// `Allocator::shrink`.
+    /// `Allocator::shrink`: the last block gives its tail back in place; any other block keeps
+    /// its place and length (the slack is lost until reset). A block must move only when the new
+    /// alignment is larger than its start satisfies ([`shrink_elsewhere`](Self::shrink_elsewhere)).
     ///
     /// # Safety
     /// The `Allocator::shrink` contract: `p` is a live block of this arena fitting `old`, and
     /// `new.size() <= old.size()`.
-    #[inline]
-    pub(crate) unsafe fn shrink(
+    #[inline(always)]
+    pub(crate) unsafe fn shrink<S: ChunkSource + ?Sized>(
         &self,
         p: NonNull<u8>,
         old: Layout,
         new: Layout,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
         debug_assert!(new.size() <= old.size());
-        let last = self.is_last(p, old.size());
-        if p.addr().get() & (new.align() - 1) == 0 {
-            if !last {
-                // The slack stays lost until reset; the caller may keep using the whole block.
-                return Ok(NonNull::slice_from_raw_parts(p, old.size()));
-            }
-            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `deallocate`).
-            let start = unsafe { self.ptr.get().sub(old.size()) };
-            // SAFETY: `new.size() <= old.size()`, so this stays inside the old block.
-            self.ptr.set(unsafe { start.add(new.size()) });
-            return Ok(NonNull::slice_from_raw_parts(start, new.size()));
+        if p.addr().get() & (new.align() - 1) != 0 {
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.shrink_elsewhere(p, old, new, src) };
         }
-        // The new alignment is larger than `p` has: the block must move.
-        let q = if last {
-            // SAFETY: as above.
+        if !self.is_last(p, old.size()) {
+            // The caller may keep using the whole block.
+            return Ok(NonNull::slice_from_raw_parts(p, old.size()));
+        }
+        // SAFETY: `p + old.size() == ptr` inside the current chunk (see `grow`).
+        let start = unsafe { self.ptr.get().sub(old.size()) };
+        // SAFETY: `new.size() <= old.size()`, so this stays inside the old block.
+        self.ptr.set(unsafe { start.add(new.size()) });
+        Ok(NonNull::slice_from_raw_parts(start, new.size()))
+    }
+
+    /// The rest of [`shrink`](Self::shrink): the new alignment is larger than `p` has, so the
+    /// block moves.
+    ///
+    /// # Safety
+    /// As for [`shrink`](Self::shrink).
+    #[cold]
+    #[inline(never)]
+    unsafe fn shrink_elsewhere<S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        src: &S,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let q = if self.is_last(p, old.size()) {
+            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `grow`).
             let start = unsafe { self.ptr.get().sub(old.size()) };
             // SAFETY: `[start, ptr)` is the last block; its first `new.size()` bytes are kept.
             unsafe { self.move_last(start, new, new.size(), src) }.map_err(|_| AllocError)?
@@ -416,15 +503,19 @@ impl RawArena {
     /// # Safety
     /// `[start, ptr)` is the last block of the current scope, with `keep` initialised-or-not bytes
     /// the caller owns, and `keep <= new.size()`.
-    unsafe fn move_last(
+    unsafe fn move_last<S: ChunkSource + ?Sized>(
         &self,
         start: NonNull<u8>,
         new: Layout,
         keep: usize,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         let saved = self.ptr.get();
         self.ptr.set(start);
+        if new.size() == 0 {
+            // The old block is released, and an empty one takes no room (`keep` is 0).
+            return Ok(dangling(new.align()));
+        }
         if let Some(q) = self.bump(new) {
             // SAFETY: both ranges lie in the current chunk (`q >= start`); `ptr::copy` allows
             // them to overlap. `start` is our own pointer, valid for the old block.
@@ -453,15 +544,31 @@ impl RawArena {
             chunk: self.chunk.get(),
             ptr: self.ptr.get(),
             end: self.end.get(),
-            floor: self.floor.get(),
             used_before: self.used_before.get(),
         }
     }
 
-    /// Starts a scope: the current position becomes the floor. Returns what to restore.
+    /// Starts a scope and returns what to restore at its end.
+    ///
+    /// The parent's last block may end at the position: the position steps one byte past it, so
+    /// that no block of the parent ends at `ptr` while the child is active (the child's blocks all
+    /// start after that byte); `used_bytes` counts that byte, like padding, until the scope
+    /// ends. When the chunk is full there is no byte to step over: the position
+    /// parks at the chunk's start with no room (its bytes counted as used before it), and the child's first allocation moves on to the next chunk.
+    /// No block ends at a chunk's start: blocks lie after the header. Restoring the checkpoint
+    /// undoes either step.
     pub(crate) fn enter_scope(&self) -> RawCheckpoint {
         let cp = self.checkpoint();
-        self.floor.set(cp.ptr);
+        if let Some(c) = cp.chunk {
+            if cp.ptr < cp.end {
+                // SAFETY: `ptr < end`, so one byte further is still inside the chunk.
+                self.ptr.set(unsafe { cp.ptr.add(1) });
+            } else {
+                self.leave_current();
+                self.ptr.set(c.start());
+                self.end.set(c.start());
+            }
+        }
         cp
     }
 
@@ -483,7 +590,6 @@ impl RawArena {
         self.chunk.set(cp.chunk);
         self.ptr.set(cp.ptr);
         self.end.set(cp.end);
-        self.floor.set(cp.floor);
         self.used_before.set(cp.used_before);
     }
 
@@ -508,7 +614,7 @@ impl RawArena {
     ///
     /// # Safety
     /// `src` is the source the chunks came from, and no checkpoint into a spare is restored later.
-    pub(crate) unsafe fn trim(&self, src: &dyn ChunkSource) {
+    pub(crate) unsafe fn trim<S: ChunkSource + ?Sized>(&self, src: &S) {
         let Some(cur) = self.chunk.get() else { return };
         let mut spare = cur.next();
         while let Some(c) = spare {
@@ -534,7 +640,7 @@ impl RawArena {
     ///
     /// # Safety
     /// `src` is the source the chunks came from and no block is used again.
-    pub(crate) unsafe fn release_all(&self, src: &dyn ChunkSource) {
+    pub(crate) unsafe fn release_all<S: ChunkSource + ?Sized>(&self, src: &S) {
         self.chunk.set(None);
         self.largest.set(None);
         let mut c = self.head.take();
@@ -547,7 +653,7 @@ impl RawArena {
 
     /// # Safety
     /// `c` is unlinked or about to be forgotten, holds no live block, and came from `src`.
-    unsafe fn release(&self, c: Chunk, src: &dyn ChunkSource) {
+    unsafe fn release<S: ChunkSource + ?Sized>(&self, c: Chunk, src: &S) {
         let layout = c.block_layout();
         self.held.set(self.held.get() - layout.size());
         self.chunks.set(self.chunks.get() - 1);

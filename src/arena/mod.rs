@@ -316,7 +316,7 @@ impl<A: Allocator> Arena<A> {
     }
 
     #[inline(always)]
-    pub(crate) fn src(&self) -> &dyn ChunkSource {
+    pub(crate) fn src(&self) -> &Self {
         self
     }
 }

@@ -55,7 +55,9 @@ impl<'a> ArenaRef<'a> {
     /// chunks taken inside are kept for reuse by the parent.
     ///
     /// Inside the child, blocks of the parent are never moved, grown in place or rolled back:
-    /// `deallocate`, `grow` and `shrink` of a parent's block leave the bump position alone. The
+    /// `deallocate`, `grow` and `shrink` of a parent's block leave the bump position alone. (To
+    /// make that a single address compare, entering the scope steps the position one byte past
+    /// the parent's last block; `used_bytes` counts that byte while the scope is active.) The
     /// closure's lifetime `'s` keeps the child's allocations from escaping, and the parent is
     /// mutably borrowed for the call, so a collection created outside the scope cannot be used
     /// inside it: move it in only after the scope, or create it inside.

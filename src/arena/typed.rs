@@ -40,16 +40,16 @@ unsafe fn array_layout<T>(len: usize) -> Layout {
 
 /// A growable buffer in the arena for collecting an iterator or formatted text: grows in place
 /// while it is the last block, drops its elements and gives its block back if dropped unfinished.
-pub(crate) struct Building<'r, T> {
+pub(crate) struct Building<'r, T, S: ChunkSource + ?Sized> {
     raw: &'r RawArena,
-    src: &'r dyn ChunkSource,
+    src: &'r S,
     ptr: NonNull<T>,
     len: usize,
     cap: usize,
 }
 
-impl<'r, T> Building<'r, T> {
-    pub(crate) fn new(raw: &'r RawArena, src: &'r dyn ChunkSource) -> Self {
+impl<'r, T, S: ChunkSource + ?Sized> Building<'r, T, S> {
+    pub(crate) fn new(raw: &'r RawArena, src: &'r S) -> Self {
         let cap = if size_of::<T>() == 0 { usize::MAX } else { 0 };
         Building {
             raw,
@@ -120,7 +120,7 @@ impl<'r, T> Building<'r, T> {
     }
 }
 
-impl<T: Copy> Building<'_, T> {
+impl<T: Copy, S: ChunkSource + ?Sized> Building<'_, T, S> {
     pub(crate) fn extend_from_slice(&mut self, items: &[T]) -> Result<(), Failure> {
         self.reserve(items.len())?;
         // SAFETY: `len + items.len() <= cap` after the reserve; `items` is borrowed from outside
@@ -133,7 +133,7 @@ impl<T: Copy> Building<'_, T> {
     }
 }
 
-impl<T> Drop for Building<'_, T> {
+impl<T, S: ChunkSource + ?Sized> Drop for Building<'_, T, S> {
     fn drop(&mut self) {
         // SAFETY: the first `len` elements are initialised and owned by us.
         unsafe { ptr::drop_in_place(NonNull::slice_from_raw_parts(self.ptr, self.len).as_ptr()) };
@@ -148,12 +148,12 @@ impl<T> Drop for Building<'_, T> {
 }
 
 /// Collects formatted text into a [`Building`] buffer.
-struct FmtSink<'r> {
-    buf: Building<'r, u8>,
+struct FmtSink<'r, S: ChunkSource + ?Sized> {
+    buf: Building<'r, u8, S>,
     failure: Option<Failure>,
 }
 
-impl fmt::Write for FmtSink<'_> {
+impl<S: ChunkSource + ?Sized> fmt::Write for FmtSink<'_, S> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.buf.extend_from_slice(s.as_bytes()).map_err(|e| {
             self.failure = Some(e);
@@ -165,7 +165,7 @@ impl fmt::Write for FmtSink<'_> {
 impl RawArena {
     /// Room for one `T` (a dangling pointer for a zero-sized `T`).
     #[inline(always)]
-    pub(crate) fn place<T>(&self, src: &dyn ChunkSource) -> Result<NonNull<T>, Failure> {
+    pub(crate) fn place<T, S: ChunkSource + ?Sized>(&self, src: &S) -> Result<NonNull<T>, Failure> {
         if size_of::<T>() == 0 {
             return Ok(NonNull::dangling());
         }
@@ -174,10 +174,10 @@ impl RawArena {
 
     /// Room for `len` values of `T`.
     #[inline]
-    pub(crate) fn place_array<T>(
+    pub(crate) fn place_array<T, S: ChunkSource + ?Sized>(
         &self,
         len: usize,
-        src: &dyn ChunkSource,
+        src: &S,
     ) -> Result<NonNull<T>, Failure> {
         if size_of::<T>() == 0 {
             return Ok(NonNull::dangling());
@@ -191,9 +191,9 @@ impl RawArena {
     /// The fast path is a bump and a write; everything else (a new chunk, a failure) is in a
     /// cold function, so the fast path needs no stack frame.
     #[inline(always)]
-    pub(crate) fn alloc_with<T>(
+    pub(crate) fn alloc_with<T, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         f: impl FnOnce() -> T,
     ) -> Result<NonNull<T>, Failure> {
         if size_of::<T>() != 0 {
@@ -207,12 +207,12 @@ impl RawArena {
 
     #[cold]
     #[inline(never)]
-    fn alloc_with_slow<T>(
+    fn alloc_with_slow<T, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         f: impl FnOnce() -> T,
     ) -> Result<NonNull<T>, Failure> {
-        let p = self.place::<T>(src)?;
+        let p = self.place::<T, _>(src)?;
         // SAFETY: `p` is fresh room for a `T` (dangling, for a zero-sized `T`).
         Ok(unsafe { self.init_with(p, f) })
     }
@@ -220,9 +220,9 @@ impl RawArena {
     /// [`alloc_with`](Self::alloc_with) for the panicking API: a failure is raised in the cold
     /// path, so the fast path returns a bare pointer and tail-calls the cold one.
     #[inline(always)]
-    pub(crate) fn alloc_with_or_raise<T>(
+    pub(crate) fn alloc_with_or_raise<T, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         f: impl FnOnce() -> T,
     ) -> NonNull<T> {
         if size_of::<T>() != 0 {
@@ -237,9 +237,9 @@ impl RawArena {
     #[cold]
     #[inline(never)]
     #[track_caller]
-    fn alloc_with_or_raise_slow<T>(
+    fn alloc_with_or_raise_slow<T, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         f: impl FnOnce() -> T,
     ) -> NonNull<T> {
         match self.alloc_with_slow(src, f) {
@@ -268,12 +268,12 @@ impl RawArena {
     /// Like `alloc_with` for a fallible initialiser: on `Err` the room is released (rolled back
     /// when it is still the last block) and the error returned.
     #[inline]
-    pub(crate) fn alloc_try_with<T, E>(
+    pub(crate) fn alloc_try_with<T, E, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         f: impl FnOnce() -> Result<T, E>,
     ) -> Result<Result<NonNull<T>, E>, Failure> {
-        let p = self.place::<T>(src)?;
+        let p = self.place::<T, _>(src)?;
         let release = Release {
             raw: self,
             ptr: p.cast(),
@@ -339,13 +339,13 @@ impl RawArena {
 
     /// A slice of `len` values made by `f`.
     #[inline]
-    pub(crate) fn slice_fill_with<T>(
+    pub(crate) fn slice_fill_with<T, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         len: usize,
         f: impl FnMut(usize) -> T,
     ) -> Result<NonNull<[T]>, Failure> {
-        let dst = self.place_array::<T>(len, src)?;
+        let dst = self.place_array::<T, _>(len, src)?;
         // SAFETY: `dst` is a fresh block for `[T; len]`.
         unsafe { self.fill_with(dst, len, f) };
         Ok(NonNull::slice_from_raw_parts(dst, len))
@@ -353,12 +353,12 @@ impl RawArena {
 
     /// A copy of `items`.
     #[inline]
-    pub(crate) fn slice_copy<T: Copy>(
+    pub(crate) fn slice_copy<T: Copy, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         items: &[T],
     ) -> Result<NonNull<[T]>, Failure> {
-        let dst = self.place_array::<T>(items.len(), src)?;
+        let dst = self.place_array::<T, _>(items.len(), src)?;
         // SAFETY: `dst` is a fresh block for `items.len()` values, so it cannot overlap `items`.
         unsafe { ptr::copy_nonoverlapping(items.as_ptr(), dst.as_ptr(), items.len()) };
         Ok(NonNull::slice_from_raw_parts(dst, items.len()))
@@ -366,12 +366,12 @@ impl RawArena {
 
     /// An array of `N` values made by `f`.
     #[inline]
-    pub(crate) fn array_fill_with<T, const N: usize>(
+    pub(crate) fn array_fill_with<T, const N: usize, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         f: impl FnMut(usize) -> T,
     ) -> Result<NonNull<[T; N]>, Failure> {
-        let dst = self.place::<[T; N]>(src)?;
+        let dst = self.place::<[T; N], _>(src)?;
         // SAFETY: `[T; N]` has the layout of `Layout::array::<T>(N)`, and `dst` is fresh.
         unsafe { self.fill_with(dst.cast::<T>(), N, f) };
         Ok(dst)
@@ -379,9 +379,9 @@ impl RawArena {
 
     /// The items of `iter`, however many it yields (its `size_hint` is only a first guess, even
     /// an impossible one, and it may allocate in this arena while it runs).
-    pub(crate) fn slice_from_iter<T>(
+    pub(crate) fn slice_from_iter<T, S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         iter: impl IntoIterator<Item = T>,
     ) -> Result<NonNull<[T]>, Failure> {
         let iter = iter.into_iter();
@@ -396,9 +396,9 @@ impl RawArena {
     }
 
     /// Formatted text.
-    pub(crate) fn format(
+    pub(crate) fn format<S: ChunkSource + ?Sized>(
         &self,
-        src: &dyn ChunkSource,
+        src: &S,
         args: fmt::Arguments<'_>,
     ) -> Result<NonNull<str>, Failure> {
         if let Some(s) = args.as_str() {
@@ -445,7 +445,7 @@ macro_rules! doc_example {
 pub(crate) use doc_example;
 
 /// The typed allocation API, for `Arena` and `ArenaRef` alike. The type must have private
-/// `raw(&self) -> &RawArena` and `src(&self) -> &dyn ChunkSource`; `$lt` is the lifetime of
+/// `raw(&self) -> &RawArena` and `src(&self) -> &impl ChunkSource`; `$lt` is the lifetime of
 /// the references handed out.
 macro_rules! typed_api {
     (impl[$($generics:tt)*] $ty:ty, $lt:lifetime, $ex:ident) => {
@@ -832,7 +832,7 @@ assert_eq!(arr, &[0, 10, 20, 30]);
                 &self,
                 f: F,
             ) -> &$lt mut [T; N] {
-                match self.raw().array_fill_with::<T, N>(self.src(), f) {
+                match self.raw().array_fill_with::<T, N, _>(self.src(), f) {
                     // SAFETY: a fresh initialised block; see `out`.
                     Ok(p) => unsafe { $crate::arena::typed::out(p) },
                     Err(e) => e.raise(),
@@ -846,7 +846,7 @@ assert_eq!(arr, &[0, 10, 20, 30]);
                 &self,
                 f: F,
             ) -> Result<&$lt mut [T; N], $crate::AllocError> {
-                match self.raw().array_fill_with::<T, N>(self.src(), f) {
+                match self.raw().array_fill_with::<T, N, _>(self.src(), f) {
                     // SAFETY: a fresh initialised block; see `out`.
                     Ok(p) => Ok(unsafe { $crate::arena::typed::out(p) }),
                     Err(_) => Err($crate::AllocError),

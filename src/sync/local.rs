@@ -4,7 +4,7 @@ use core::fmt;
 
 use allocator_api2::alloc::{Allocator, Global};
 
-use crate::arena::{ChunkSource, RawArena};
+use crate::arena::RawArena;
 use crate::sync::SyncArena;
 
 /// A per-thread handle on a [`SyncArena`], made by [`SyncArena::local`].
@@ -76,7 +76,7 @@ impl<'a, A: Allocator> LocalArena<'a, A> {
     }
 
     #[inline(always)]
-    pub(crate) fn src(&self) -> &dyn ChunkSource {
+    pub(crate) fn src(&self) -> &'a SyncArena<A> {
         self.shared
     }
 }
