@@ -357,6 +357,23 @@ impl Model {
         }
     }
 
+    /// Gives every block tagged `from` the tag `to` (e.g. when the handle that served them is
+    /// gone but the blocks live on).
+    pub fn retag(&mut self, from: u8, to: u8) {
+        for b in self.blocks.iter_mut().filter(|b| b.tag == from) {
+            b.tag = to;
+        }
+    }
+
+    /// The sum of the lengths of the live blocks tagged `tag`.
+    pub fn bytes_tagged(&self, tag: u8) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| b.tag == tag)
+            .map(|b| b.len)
+            .sum()
+    }
+
     /// Forgets every block.
     pub fn clear(&mut self) {
         self.blocks.clear();

@@ -126,19 +126,24 @@ impl RawArena {
     pub(crate) fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
         let ptr = self.ptr.get();
         let addr = ptr.addr().get();
-        let pad = addr.wrapping_neg() & (layout.align() - 1);
-        // Not yet known to be in bounds: computed with wrapping arithmetic, used after the check.
-        let start = ptr.as_ptr().wrapping_add(pad);
+        let mask = layout.align() - 1;
+        // `start` and `new` are not yet known to be in bounds: computed with wrapping arithmetic,
+        // used only after the check.
         #[cfg(target_pointer_width = "64")]
-        let (fits, new) = {
+        let (fits, start, new) = {
+            // Rounding up cannot overflow: `addr <= isize::MAX` and `mask < 2^63`.
+            let pad = ((addr + mask) & !mask) - addr;
+            let start = ptr.as_ptr().wrapping_add(pad);
             let new = start.wrapping_add(layout.size());
-            (new.addr() <= self.end.get().addr().get(), new)
+            (new.addr() <= self.end.get().addr().get(), start, new)
         };
         #[cfg(not(target_pointer_width = "64"))]
-        let (fits, new) = (
-            pad + layout.size() <= self.end.get().addr().get() - addr,
-            start.wrapping_add(layout.size()),
-        );
+        let (fits, start, new) = {
+            let pad = addr.wrapping_neg() & mask;
+            let start = ptr.as_ptr().wrapping_add(pad);
+            let fits = pad + layout.size() <= self.end.get().addr().get() - addr;
+            (fits, start, start.wrapping_add(layout.size()))
+        };
         if fits {
             // SAFETY: `ptr + pad + size <= end` (without overflow, see above): both `start` and
             // `new` lie inside the current chunk's usable bytes (or equal `ptr` on the
@@ -704,5 +709,23 @@ impl RawArena {
 
     pub(crate) fn set_allocation_limit(&self, limit: Option<usize>) {
         self.limit.set(limit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address_space_ok;
+
+    #[test]
+    fn chunks_must_lie_where_the_end_check_cannot_overflow() {
+        assert!(address_space_ok(0x1000, 4096));
+        #[cfg(target_pointer_width = "64")]
+        {
+            let top = isize::MAX as usize;
+            assert!(address_space_ok(top - 4096, 4096));
+            assert!(!address_space_ok(top - 4095, 4096));
+            assert!(!address_space_ok(usize::MAX - 100, 50));
+            assert!(!address_space_ok(usize::MAX - 100, 200)); // wraps
+        }
     }
 }

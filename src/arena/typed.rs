@@ -631,7 +631,10 @@ assert_eq!((cells[0].get(), cells[1].get()), (5, 2));
 ```")]
             #[inline]
             pub fn alloc_slice_clone<T: Clone>(&self, items: &[T]) -> &$lt mut [T] {
-                self.alloc_slice_fill_with(items.len(), |i| items[i].clone())
+                self.alloc_slice_fill_with(items.len(), |i| {
+                    // SAFETY: the fill calls its closure only with `i < items.len()`.
+                    unsafe { items.get_unchecked(i) }.clone()
+                })
             }
 
             /// Like [`alloc_slice_clone`](Self::alloc_slice_clone), returning `Err` instead of
@@ -641,7 +644,10 @@ assert_eq!((cells[0].get(), cells[1].get()), (5, 2));
                 &self,
                 items: &[T],
             ) -> Result<&$lt mut [T], $crate::AllocError> {
-                self.try_alloc_slice_fill_with(items.len(), |i| items[i].clone())
+                self.try_alloc_slice_fill_with(items.len(), |i| {
+                    // SAFETY: the fill calls its closure only with `i < items.len()`.
+                    unsafe { items.get_unchecked(i) }.clone()
+                })
             }
 
             /// A slice of `len` values, `f(i)` at index `i`. If `f` panics, the values made so

@@ -276,7 +276,9 @@ impl<A: Allocator> SyncPool<A> {
     fn allocate_with(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
         let s = self.shared();
         if self.pooled(layout) {
-            let pool = s.shards[self.home()].0.lock();
+            // `home()` is masked to the shard count: `get` never fails, and keeps this path
+            // free of a bounds-check panic.
+            let pool = s.shards.get(self.home()).ok_or(AllocError)?.0.lock();
             if zeroed {
                 pool.allocate_zeroed(layout)
             } else {
@@ -303,7 +305,10 @@ impl<A: Allocator> SyncPool<A> {
         if self.pooled(layout) {
             let home = self.home();
             for i in 0..s.shards.len() {
-                let pool = s.shards[(home + i) & s.mask].0.lock();
+                let Some(shard) = s.shards.get((home + i) & s.mask) else {
+                    continue; // never: the index is masked to the shard count
+                };
+                let pool = shard.0.lock();
                 if pool.owns(p) {
                     // SAFETY: the caller's block, a slot of this shard's pool.
                     unsafe { pool.deallocate(p, layout) };

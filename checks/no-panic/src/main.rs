@@ -3,9 +3,12 @@
 //! Each function below wraps one method (generic ones instantiated with a few types, closures
 //! and iterators that cannot panic themselves) in `#[no_panic]`, which makes linking fail when
 //! the optimizer cannot remove every path to a panic from the function (the error names the
-//! function). Covered: the `try_` methods of `Arena` and `ArenaRef`, and the `Allocator` methods
+//! function). Covered: the `try_` methods of `Arena`, `ArenaRef`, `SyncArena` (its shared path:
+//! `try_with_capacity_in`, `try_alloc`, `try_alloc_with`, `try_alloc_layout`,
+//! `try_alloc_slice_copy`, `try_alloc_str`) and `LocalArena`, and the `Allocator` methods
 //! (`allocate`, `allocate_zeroed`, `grow`, `grow_zeroed`, `shrink`, `deallocate`) of `Arena`,
-//! `ArenaRef`, `Pool` and `SizeClassPool`. `try_alloc_fmt` is left out: it runs the caller's
+//! `ArenaRef`, `Pool`, `SizeClassPool`, `SyncArena`, `LocalArena` and `SyncPool` (the sync types
+//! on the global allocator). `try_alloc_fmt` is left out: it runs the caller's
 //! `Display` implementations through `core::fmt::write`, which the optimizer cannot see through,
 //! as it cannot see through any other caller-supplied code.
 //!
@@ -17,8 +20,10 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::ptr::NonNull;
 
-use arena_pool::allocator_api2::alloc::{AllocError, Allocator};
-use arena_pool::{AllocOrInitError, Arena, ArenaRef, Pool, SizeClassPool};
+use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
+use arena_pool::{
+    AllocOrInitError, Arena, ArenaRef, LocalArena, Pool, SizeClassPool, SyncArena, SyncPool,
+};
 use no_panic::no_panic;
 
 type Block = Result<NonNull<[u8]>, AllocError>;
@@ -39,7 +44,7 @@ pub fn arena_try_with_capacity(capacity: usize) -> Result<Arena, AllocError> {
     Arena::try_with_capacity(capacity)
 }
 
-/// The wrappers of the typed `try_` methods, for `Arena` and `ArenaRef` alike.
+/// The wrappers of the typed `try_` methods, for `Arena`, `ArenaRef` and `LocalArena` alike.
 macro_rules! typed_wrappers {
     (
         $ty:ty,
@@ -282,6 +287,108 @@ typed_wrappers!(
     arena_ref_try_alloc_sized_slice_copy,
     arena_ref_try_alloc_str
 );
+typed_wrappers!(
+    LocalArena<'static>,
+    keep_local_arena_typed;
+    local_arena_try_alloc_u8,
+    local_arena_try_alloc_u64,
+    local_arena_try_alloc_array,
+    local_arena_try_alloc_zst,
+    local_arena_try_alloc_with,
+    local_arena_try_alloc_try_with,
+    local_arena_try_alloc_layout,
+    local_arena_try_alloc_slice_copy_u8,
+    local_arena_try_alloc_slice_copy_u64,
+    local_arena_try_alloc_slice_clone,
+    local_arena_try_alloc_slice_fill_with,
+    local_arena_try_alloc_slice_fill_copy,
+    local_arena_try_alloc_slice_fill_clone,
+    local_arena_try_alloc_slice_fill_default,
+    local_arena_try_alloc_slice_fill_iter_range,
+    local_arena_try_alloc_slice_fill_iter_slice,
+    local_arena_try_alloc_sized_slice_fill_default,
+    local_arena_try_alloc_sized_slice_fill_with,
+    local_arena_try_alloc_sized_slice_copy,
+    local_arena_try_alloc_str
+);
+
+#[no_panic]
+pub fn sync_arena_try_with_capacity_in(capacity: usize) -> Result<SyncArena, AllocError> {
+    SyncArena::try_with_capacity_in(capacity, Global)
+}
+
+// `SyncArena`'s shared path has a smaller typed API than `Arena` (the rest is on `LocalArena`):
+// its `try_` methods one by one.
+
+#[no_panic]
+pub fn sync_arena_try_alloc_u8(a: &SyncArena, v: u8) -> Result<&mut u8, AllocError> {
+    a.try_alloc(v)
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_u64(a: &SyncArena, v: u64) -> Result<&mut u64, AllocError> {
+    a.try_alloc(v)
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_array(
+    a: &SyncArena,
+    v: [u8; 4000],
+) -> Result<&mut [u8; 4000], AllocError> {
+    a.try_alloc(v)
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_zst(a: &SyncArena) -> Result<&mut (), AllocError> {
+    a.try_alloc(())
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_with(a: &SyncArena, v: u32) -> Result<&mut u32, AllocError> {
+    a.try_alloc_with(|| v.wrapping_mul(3))
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_layout(a: &SyncArena, l: Layout) -> Result<NonNull<u8>, AllocError> {
+    a.try_alloc_layout(l)
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_slice_copy_u8<'x>(
+    a: &'x SyncArena,
+    s: &[u8],
+) -> Result<&'x mut [u8], AllocError> {
+    a.try_alloc_slice_copy(s)
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_slice_copy_u64<'x>(
+    a: &'x SyncArena,
+    s: &[u64],
+) -> Result<&'x mut [u64], AllocError> {
+    a.try_alloc_slice_copy(s)
+}
+
+#[no_panic]
+pub fn sync_arena_try_alloc_str<'x>(a: &'x SyncArena, s: &str) -> Result<&'x mut str, AllocError> {
+    a.try_alloc_str(s)
+}
+
+/// Keeps every `SyncArena` typed wrapper in the binary.
+pub fn keep_sync_arena_typed() {
+    keep!(
+        sync_arena_try_with_capacity_in,
+        sync_arena_try_alloc_u8,
+        sync_arena_try_alloc_u64,
+        sync_arena_try_alloc_array,
+        sync_arena_try_alloc_zst,
+        sync_arena_try_alloc_with,
+        sync_arena_try_alloc_layout,
+        sync_arena_try_alloc_slice_copy_u8,
+        sync_arena_try_alloc_slice_copy_u64,
+        sync_arena_try_alloc_str
+    );
+}
 
 /// The wrappers of the `Allocator` methods of one type.
 macro_rules! allocator_wrappers {
@@ -391,6 +498,36 @@ allocator_wrappers!(
     size_class_grow_zeroed,
     size_class_shrink
 );
+allocator_wrappers!(
+    SyncArena,
+    keep_sync_arena_allocator;
+    sync_arena_allocate,
+    sync_arena_allocate_zeroed,
+    sync_arena_deallocate,
+    sync_arena_grow,
+    sync_arena_grow_zeroed,
+    sync_arena_shrink
+);
+allocator_wrappers!(
+    LocalArena<'static>,
+    keep_local_arena_allocator;
+    local_arena_allocate,
+    local_arena_allocate_zeroed,
+    local_arena_deallocate,
+    local_arena_grow,
+    local_arena_grow_zeroed,
+    local_arena_shrink
+);
+allocator_wrappers!(
+    SyncPool,
+    keep_sync_pool_allocator;
+    sync_pool_allocate,
+    sync_pool_allocate_zeroed,
+    sync_pool_deallocate,
+    sync_pool_grow,
+    sync_pool_grow_zeroed,
+    sync_pool_shrink
+);
 
 fn main() {
     keep!(arena_try_with_capacity);
@@ -400,4 +537,9 @@ fn main() {
     keep_arena_ref_allocator();
     keep_pool_allocator();
     keep_size_class_allocator();
+    keep_local_arena_typed();
+    keep_sync_arena_typed();
+    keep_sync_arena_allocator();
+    keep_local_arena_allocator();
+    keep_sync_pool_allocator();
 }

@@ -1,0 +1,713 @@
+//! The thread-safe types on one thread, through allocator-api2's `Allocator` trait, against a
+//! model of the live blocks (see README.md): `SyncArena` with its `LocalArena` handles, and
+//! `SyncPool`.
+//!
+//! `SyncArena`: allocate / allocate_zeroed / grow / grow_zeroed / shrink / deallocate through
+//! `&SyncArena` (the shared path) and through up to three `LocalArena` handles alive at once,
+//! made and dropped in any order (a block keeps living after its handle is dropped, until the
+//! arena is reset); sizes up to 64 KiB, alignments up to 4096 and now and then a size that must
+//! fail; `reset` and `trim` (which need every handle dropped first), an allocation limit and
+//! injected backing failures. `SyncPool`, with a slot layout and a shard count from the input:
+//! the same operations with layouts that fit the slot and layouts that do not, `reset`, `trim`.
+//!
+//! Checked, besides what the block model checks (alignment, length, no overlap, contents,
+//! zeroing): the arena's chunk count and `allocated_bytes_including_metadata` match what the
+//! backing allocator holds, which never passes the limit (or what was held when it was set);
+//! the live shared blocks, the blocks of dropped handles and the pieces of the live handles fit
+//! in `used_bytes`; a shared allocation adds its size plus less than its alignment to
+//! `used_bytes`, a shared deallocation takes back nothing or exactly the block; dropping a
+//! handle takes no chunk and frees no block; `reset` keeps every chunk and empties the arena,
+//! `trim` right after it leaves at most one chunk; for the pool, `in_use` and `fallback_blocks`
+//! match the model, a pooled block is one slot long and the slot freed last is the next one
+//! handed out, the backing allocator holds exactly the slabs, the fallback blocks and at most
+//! one address-map table; a failure changes no statistic and no block, and happens only with a
+//! limit, an injected failure or a huge size; dropping both gives everything back.
+
+#![no_main]
+
+use std::ptr::NonNull;
+use std::slice::Iter;
+
+use arbitrary::Arbitrary;
+use arena_pool::allocator_api2::alloc::Layout;
+use arena_pool::{LocalArena, SyncArena, SyncPool};
+use arena_pool_fuzz::{
+    Backing, Block, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+};
+use libfuzzer_sys::fuzz_target;
+
+/// Largest ordinary request.
+const MAX_SIZE: usize = 64 * 1024;
+/// Handles alive at once, at most.
+const HANDLES: usize = 3;
+
+/// Tags of the arena model's blocks: who serves them.
+const SHARED: u8 = 0;
+/// A block of a dropped handle: alive until the next reset, never resized or freed again.
+const ORPHAN: u8 = 1;
+/// `LOCAL + k`: a block of the handle in slot `k`.
+const LOCAL: u8 = 2;
+
+/// Tags of the pool model's blocks: which path served them.
+const ZERO: u8 = 0;
+const POOLED: u8 = 1;
+const FALLBACK: u8 = 2;
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    /// `try_with_capacity_in` with this capacity instead of `new_in`.
+    capacity: Option<u16>,
+    slot_size: u16,
+    slot_align: u8,
+    /// `with_shards_in` with `shards % 4 + 1` shards.
+    shards: u8,
+    ops: Vec<Op>,
+}
+
+#[derive(Arbitrary, Clone, Copy, Debug)]
+enum Op {
+    /// Through the handle in slot `via % 4 - 1` if there is one, else through `&SyncArena`.
+    Alloc {
+        via: u8,
+        size: Size,
+        align: u8,
+        zeroed: bool,
+    },
+    /// The grow, shrink and deallocate operations go through the block's own allocator.
+    Grow {
+        pick: u16,
+        fit: u8,
+        by: Size,
+        align: u8,
+        zeroed: bool,
+    },
+    Shrink {
+        pick: u16,
+        fit: u8,
+        keep: u16,
+        align: u8,
+    },
+    Dealloc {
+        pick: u16,
+        fit: u8,
+    },
+    /// `SyncArena::local` into slot `k % 3`, if it is empty.
+    NewLocal(u8),
+    /// Drops the handle of slot `k % 3`.
+    DropLocal(u8),
+    /// Drops every handle, then `SyncArena::reset`.
+    Reset,
+    /// Drops every handle, then `SyncArena::trim`.
+    Trim,
+    /// `set_allocation_limit(Some(n * 64))` or `None`.
+    Limit(Option<u16>),
+    /// The arena's next `n % 4` backing allocations fail.
+    FailNext(u8),
+    Pool(PoolOp),
+}
+
+#[derive(Arbitrary, Clone, Copy, Debug)]
+enum PSize {
+    /// 0 ..= the slot size.
+    Fit(u16),
+    Other(Size),
+}
+
+#[derive(Arbitrary, Clone, Copy, Debug)]
+enum PoolOp {
+    Alloc {
+        size: PSize,
+        align: u8,
+        zeroed: bool,
+    },
+    Grow {
+        pick: u16,
+        fit: u8,
+        size: PSize,
+        align: u8,
+        zeroed: bool,
+    },
+    Shrink {
+        pick: u16,
+        fit: u8,
+        keep: u16,
+        align: u8,
+    },
+    Dealloc {
+        pick: u16,
+        fit: u8,
+    },
+    Reset,
+    Trim,
+    /// The pool's next `n % 4` backing allocations fail.
+    FailNext(u8),
+}
+
+type Handles<'s, 'b> = [Option<LocalArena<'s, &'b Backing>>; HANDLES];
+
+// ----- SyncArena -----
+
+struct ArenaState<'b> {
+    backing: &'b Backing,
+    model: Model,
+    limit: Option<usize>,
+    /// What `allocated_bytes_including_metadata` may not exceed while a limit is set: the limit,
+    /// or what was held when it was set, if more.
+    bound: Option<usize>,
+    /// Nothing was allocated since the last reset: a trim leaves at most one chunk.
+    just_reset: bool,
+}
+
+impl ArenaState<'_> {
+    fn check_stats(&self, arena: &SyncArena<&Backing>, handles: &Handles<'_, '_>) {
+        let s = arena.stats();
+        assert_eq!(s.chunks, self.backing.live_blocks(), "{s:?}");
+        assert_eq!(
+            s.allocated_bytes_including_metadata,
+            self.backing.live_bytes(),
+            "{s:?}"
+        );
+        if s.chunks == 0 {
+            assert_eq!(s.allocated_bytes, 0, "{s:?}");
+            assert_eq!(s.used_bytes, 0, "{s:?}");
+        } else {
+            assert!(
+                s.allocated_bytes < s.allocated_bytes_including_metadata,
+                "{s:?}"
+            );
+        }
+        assert!(s.used_bytes <= s.allocated_bytes, "{s:?}");
+        assert!(s.chunk_capacity <= s.allocated_bytes, "{s:?}");
+        assert_eq!(s.allocation_limit, self.limit);
+        assert_eq!(arena.allocation_limit(), self.limit);
+        if let Some(bound) = self.bound {
+            assert!(
+                s.allocated_bytes_including_metadata <= bound,
+                "the arena holds more than its limit allows: {s:?}, bound {bound}"
+            );
+        }
+        // Shared blocks, the blocks of dropped handles and the live handles' pieces are disjoint
+        // parts of what the chunks handed out.
+        let mut inside = self.model.bytes_tagged(SHARED) + self.model.bytes_tagged(ORPHAN);
+        for (k, h) in handles.iter().enumerate() {
+            let Some(h) = h else { continue };
+            let hs = h.stats();
+            let mine = self.model.bytes_tagged(LOCAL + k as u8);
+            assert!(
+                mine <= hs.used_bytes,
+                "handle {k}: {mine} live bytes, {hs:?}"
+            );
+            assert!(hs.used_bytes <= hs.allocated_bytes, "handle {k}: {hs:?}");
+            assert!(
+                hs.allocated_bytes <= hs.allocated_bytes_including_metadata,
+                "handle {k}: {hs:?}"
+            );
+            assert_eq!(hs.allocation_limit, None, "handle {k}: {hs:?}");
+            inside += hs.allocated_bytes_including_metadata;
+        }
+        assert!(
+            inside <= s.used_bytes,
+            "blocks and pieces of {inside} bytes, but {s:?}"
+        );
+    }
+
+    /// An allocator operation (`Alloc`, `Grow`, `Shrink`, `Dealloc`).
+    fn step(&mut self, arena: &SyncArena<&Backing>, handles: &Handles<'_, '_>, op: &Op) {
+        let before = arena.stats();
+        let handle_stats = handles.each_ref().map(|h| h.as_ref().map(|h| h.stats()));
+        let may_fail = self.limit.is_some() || self.backing.failing();
+        self.just_reset = false;
+        let m = &mut self.model;
+        // The block operated on, its owner and what happened.
+        let (owner, ok, huge) = match *op {
+            Op::Alloc {
+                via,
+                size,
+                align,
+                zeroed,
+            } => {
+                let l = layout(size.bytes(MAX_SIZE), align_from(align));
+                let slot = (via % 4).checked_sub(1).map(usize::from);
+                let (owner, r) = match slot.and_then(|k| handles[k].as_ref().map(|h| (k, h))) {
+                    Some((k, h)) => {
+                        let tag = LOCAL + k as u8;
+                        (tag, alloc_op(h, m, l, zeroed, tag))
+                    }
+                    None => (SHARED, alloc_op(arena, m, l, zeroed, SHARED)),
+                };
+                if owner == SHARED && r.is_some() {
+                    // One bump: the size plus the padding, less than the alignment.
+                    let grew = arena.stats().used_bytes - before.used_bytes;
+                    if l.size() == 0 {
+                        assert_eq!(grew, 0, "an empty block took room");
+                    } else {
+                        assert!(
+                            grew >= l.size() && grew < l.size() + l.align(),
+                            "used_bytes grew by {grew} for {l:?}"
+                        );
+                    }
+                }
+                (owner, r.is_some(), size.is_huge())
+            }
+            Op::Grow {
+                pick,
+                fit,
+                by,
+                align,
+                zeroed,
+            } => {
+                let Some(i) = m.pick(pick) else { return };
+                let b = m.blocks()[i];
+                let old = b.fit(fit);
+                let new = if by.is_huge() {
+                    by.bytes(MAX_SIZE).max(old)
+                } else {
+                    (old + by.bytes(MAX_SIZE)).min(MAX_SIZE).max(old)
+                };
+                let new = layout(new, align_from(align));
+                let r = match b.tag {
+                    SHARED => grow_op(arena, m, i, old, new, zeroed, SHARED),
+                    ORPHAN => {
+                        b.verify(b.len);
+                        return;
+                    }
+                    t => grow_op(local(handles, t), m, i, old, new, zeroed, t),
+                };
+                (b.tag, r.is_some(), by.is_huge())
+            }
+            Op::Shrink {
+                pick,
+                fit,
+                keep,
+                align,
+            } => {
+                let Some(i) = m.pick(pick) else { return };
+                let b = m.blocks()[i];
+                let old = b.fit(fit);
+                let new = layout(keep as usize % (old + 1), align_from(align));
+                let r = match b.tag {
+                    SHARED => shrink_op(arena, m, i, old, new, SHARED),
+                    ORPHAN => {
+                        b.verify(b.len);
+                        return;
+                    }
+                    t => shrink_op(local(handles, t), m, i, old, new, t),
+                };
+                (b.tag, r.is_some(), false)
+            }
+            Op::Dealloc { pick, fit } => {
+                let Some(i) = m.pick(pick) else { return };
+                let b = m.blocks()[i];
+                let size = b.fit(fit);
+                match b.tag {
+                    SHARED => {
+                        dealloc_op(arena, m, i, size);
+                        // Given back when last, else left in place.
+                        let after = arena.stats().used_bytes;
+                        assert!(
+                            after == before.used_bytes || after + size == before.used_bytes,
+                            "deallocating {size} bytes took used_bytes from {} to {after}",
+                            before.used_bytes
+                        );
+                    }
+                    ORPHAN => b.verify(b.len),
+                    t => {
+                        dealloc_op(local(handles, t), m, i, size);
+                    }
+                }
+                (b.tag, true, false)
+            }
+            _ => unreachable!("not an allocator operation: {op:?}"),
+        };
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?} ({owner})");
+            assert_eq!(arena.stats(), before, "a failed {op:?} changed the arena");
+            if owner >= LOCAL {
+                let k = usize::from(owner - LOCAL);
+                assert_eq!(
+                    handles[k].as_ref().map(|h| h.stats()),
+                    handle_stats[k],
+                    "a failed {op:?} changed handle {k}"
+                );
+            }
+            self.model.verify_all();
+        }
+        self.check_stats(arena, handles);
+    }
+
+    /// Drops the handle in slot `k`: its blocks stay, and so do the arena's chunks.
+    fn drop_handle(
+        &mut self,
+        arena: &SyncArena<&Backing>,
+        handles: &mut Handles<'_, '_>,
+        k: usize,
+    ) {
+        let Some(h) = handles[k].take() else { return };
+        let before = arena.stats();
+        drop(h);
+        self.model.retag(LOCAL + k as u8, ORPHAN);
+        let after = arena.stats();
+        assert_eq!(
+            after.chunks, before.chunks,
+            "dropping a handle freed a chunk"
+        );
+        assert!(
+            after.used_bytes <= before.used_bytes,
+            "{before:?} -> {after:?}"
+        );
+        self.model.verify_all();
+        self.check_stats(arena, handles);
+    }
+}
+
+/// The handle whose blocks carry `tag`.
+fn local<'h, 's, 'b>(handles: &'h Handles<'s, 'b>, tag: u8) -> &'h LocalArena<'s, &'b Backing> {
+    handles[usize::from(tag - LOCAL)]
+        .as_ref()
+        .expect("a block of a live handle")
+}
+
+/// Runs operations on `&SyncArena` (with handles) until one needs `&mut SyncArena` (returned,
+/// after every handle is dropped) or the input ends.
+fn shared_phase(
+    arena: &SyncArena<&Backing>,
+    ops: &mut Iter<'_, Op>,
+    st: &mut ArenaState<'_>,
+    pool: &mut PoolState<'_>,
+) -> Option<Op> {
+    let mut handles: Handles<'_, '_> = [None, None, None];
+    let mut next = None;
+    for op in ops.by_ref() {
+        match *op {
+            Op::Reset | Op::Trim => {
+                next = Some(*op);
+                break;
+            }
+            Op::NewLocal(k) => {
+                let k = usize::from(k) % HANDLES;
+                if handles[k].is_none() {
+                    let before = arena.stats();
+                    let h = arena.local();
+                    assert_eq!(arena.stats(), before, "a new handle took memory");
+                    assert_eq!(h.stats().used_bytes, 0);
+                    handles[k] = Some(h);
+                }
+            }
+            Op::DropLocal(k) => st.drop_handle(arena, &mut handles, usize::from(k) % HANDLES),
+            Op::Limit(limit) => {
+                st.limit = limit.map(|n| n as usize * 64);
+                arena.set_allocation_limit(st.limit);
+                let held = arena.stats().allocated_bytes_including_metadata;
+                st.bound = st.limit.map(|l| l.max(held));
+                st.check_stats(arena, &handles);
+            }
+            Op::FailNext(n) => st.backing.fail_next(u32::from(n % 4)),
+            Op::Pool(p) => pool.step(p),
+            Op::Alloc { .. } | Op::Grow { .. } | Op::Shrink { .. } | Op::Dealloc { .. } => {
+                st.step(arena, &handles, op)
+            }
+        }
+    }
+    for k in 0..HANDLES {
+        st.drop_handle(arena, &mut handles, k);
+    }
+    next
+}
+
+/// Runs the whole input: shared phases separated by resets and trims.
+fn run(
+    arena: &mut SyncArena<&Backing>,
+    ops: &[Op],
+    st: &mut ArenaState<'_>,
+    pool: &mut PoolState<'_>,
+) {
+    let mut ops = ops.iter();
+    while let Some(op) = shared_phase(arena, &mut ops, st, pool) {
+        let before = arena.stats();
+        match op {
+            Op::Reset => {
+                arena.reset();
+                st.model.clear();
+                st.just_reset = true;
+                let after = arena.stats();
+                assert_eq!(after.used_bytes, 0, "{after:?}");
+                assert_eq!(
+                    (after.chunks, after.allocated_bytes),
+                    (before.chunks, before.allocated_bytes),
+                    "reset must keep every chunk"
+                );
+            }
+            Op::Trim => {
+                arena.trim();
+                let after = arena.stats();
+                assert_eq!(
+                    after.used_bytes, before.used_bytes,
+                    "trim freed used memory"
+                );
+                if st.just_reset {
+                    assert!(after.chunks <= 1, "trim after reset kept {after:?}");
+                }
+                st.model.verify_all();
+            }
+            _ => unreachable!("shared_phase returns only Reset and Trim"),
+        }
+        st.check_stats(arena, &[None, None, None]);
+    }
+}
+
+// ----- SyncPool -----
+
+struct PoolState<'b> {
+    backing: &'b Backing,
+    pool: SyncPool<&'b Backing>,
+    model: Model,
+    slot: usize,
+    slot_align: usize,
+    /// The last pooled block freed, if no pooled block was handed out since: the next one (one
+    /// thread uses one shard).
+    last_freed: Option<NonNull<u8>>,
+}
+
+impl PoolState<'_> {
+    fn tag(&self, l: Layout) -> u8 {
+        if l.size() == 0 {
+            ZERO
+        } else if l.size() <= self.slot && l.align() <= self.slot_align {
+            POOLED
+        } else {
+            FALLBACK
+        }
+    }
+
+    fn size(&self, s: PSize) -> usize {
+        match s {
+            PSize::Fit(n) => n as usize % (self.slot + 1),
+            PSize::Other(s) => s.bytes(MAX_SIZE),
+        }
+    }
+
+    fn count(&self, tag: u8) -> usize {
+        self.model.blocks().iter().filter(|b| b.tag == tag).count()
+    }
+
+    /// Checks a block the pool just handed out, at index `i` of the model.
+    fn check_new(&mut self, i: usize) {
+        let b = self.model.blocks()[i];
+        if b.tag == POOLED {
+            assert_eq!(b.len, self.slot, "a pooled block is one slot long");
+            if let Some(p) = self.last_freed.take() {
+                assert_eq!(b.ptr, p, "the slot freed last is the next one handed out");
+            }
+        }
+    }
+
+    /// After block `old` was grown or shrunk into the block at index `j`.
+    fn after_move(&mut self, old: Block, j: usize) {
+        let new = self.model.blocks()[j];
+        match (old.tag, new.tag) {
+            (POOLED, POOLED) => assert_eq!(new.ptr, old.ptr, "a slot is resized in place"),
+            (POOLED, _) => self.last_freed = Some(old.ptr),
+            (_, POOLED) => self.check_new(j),
+            _ => {}
+        }
+    }
+
+    fn check_stats(&self) {
+        let s = self.pool.stats();
+        assert_eq!(s.slot_size, self.slot);
+        assert_eq!(s.slot_align, self.slot_align);
+        assert_eq!(self.pool.slot_size(), self.slot);
+        assert_eq!(self.pool.in_use(), self.count(POOLED), "{s:?}");
+        assert_eq!(s.fallback_blocks, self.count(FALLBACK), "{s:?}");
+        assert!(s.capacity >= s.in_use, "{s:?}");
+        assert_eq!(self.pool.capacity(), s.capacity);
+        let others = self.backing.live_blocks() - s.slabs - s.fallback_blocks;
+        assert!(
+            others <= 1,
+            "the backing allocator holds {others} blocks besides the slabs and fallback blocks"
+        );
+    }
+
+    fn step(&mut self, op: PoolOp) {
+        let before = self.pool.stats();
+        let may_fail = self.backing.failing();
+        let (ok, huge) = match op {
+            PoolOp::Alloc {
+                size,
+                align,
+                zeroed,
+            } => {
+                let l = layout(self.size(size), align_from(align));
+                let tag = self.tag(l);
+                let r = alloc_op(&self.pool, &mut self.model, l, zeroed, tag);
+                if let Some(i) = r {
+                    self.check_new(i);
+                }
+                (r.is_some(), matches!(size, PSize::Other(s) if s.is_huge()))
+            }
+            PoolOp::Grow {
+                pick,
+                fit,
+                size,
+                align,
+                zeroed,
+            } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let b = self.model.blocks()[i];
+                let old = b.fit(fit);
+                let huge = matches!(size, PSize::Other(s) if s.is_huge());
+                let new = if huge {
+                    self.size(size).max(old)
+                } else {
+                    (old + self.size(size)).min(MAX_SIZE).max(old)
+                };
+                let new = layout(new, align_from(align));
+                let tag = self.tag(new);
+                let r = grow_op(&self.pool, &mut self.model, i, old, new, zeroed, tag);
+                if let Some(j) = r {
+                    self.after_move(b, j);
+                }
+                (r.is_some(), huge)
+            }
+            PoolOp::Shrink {
+                pick,
+                fit,
+                keep,
+                align,
+            } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let b = self.model.blocks()[i];
+                let old = b.fit(fit);
+                let new = layout(keep as usize % (old + 1), align_from(align));
+                let tag = self.tag(new);
+                let r = shrink_op(&self.pool, &mut self.model, i, old, new, tag);
+                if let Some(j) = r {
+                    self.after_move(b, j);
+                }
+                (r.is_some(), false)
+            }
+            PoolOp::Dealloc { pick, fit } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let size = self.model.blocks()[i].fit(fit);
+                let b = dealloc_op(&self.pool, &mut self.model, i, size);
+                if b.tag == POOLED {
+                    self.last_freed = Some(b.ptr);
+                }
+                (true, false)
+            }
+            PoolOp::Reset => {
+                // `reset` forgets the slots: the fallback blocks are freed first.
+                while let Some(i) = self.model.blocks().iter().position(|b| b.tag == FALLBACK) {
+                    let size = self.model.blocks()[i].size;
+                    dealloc_op(&self.pool, &mut self.model, i, size);
+                }
+                self.model.verify_all();
+                self.pool.reset();
+                self.model.clear();
+                self.last_freed = None;
+                assert_eq!(self.pool.in_use(), 0);
+                assert_eq!(
+                    self.pool.capacity(),
+                    before.capacity,
+                    "reset keeps the slabs"
+                );
+                (true, false)
+            }
+            PoolOp::Trim => {
+                self.pool.trim();
+                self.last_freed = None;
+                self.model.verify_all();
+                if self.count(POOLED) == 0 {
+                    let s = self.pool.stats();
+                    assert_eq!((s.bytes_held, s.slabs), (0, 0), "trim with no slot in use");
+                }
+                (true, false)
+            }
+            PoolOp::FailNext(n) => {
+                self.backing.fail_next(u32::from(n % 4));
+                return;
+            }
+        };
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?}");
+            assert_eq!(
+                self.pool.stats(),
+                before,
+                "a failed {op:?} changed the pool"
+            );
+            self.model.verify_all();
+        }
+        self.check_stats();
+    }
+
+    /// Frees every live block and drops the pool.
+    fn finish(mut self) {
+        self.backing.stop_failing();
+        self.model.verify_all();
+        while let Some(i) = self.model.pick(0) {
+            let size = self.model.blocks()[i].size;
+            dealloc_op(&self.pool, &mut self.model, i, size);
+        }
+        let s = self.pool.stats();
+        assert_eq!((s.in_use, s.fallback_blocks), (0, 0), "{s:?}");
+        drop(self.pool);
+        assert_eq!(self.backing.live_blocks(), 0, "the pool leaked");
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let arena_backing = Backing::new();
+    let pool_backing = Backing::new();
+
+    let slot_layout = layout(
+        input.slot_size as usize % 4097,
+        align_from(input.slot_align),
+    );
+    let slot_align = slot_layout.align().max(size_of::<usize>());
+    let slot = slot_layout
+        .size()
+        .max(size_of::<usize>())
+        .next_multiple_of(slot_align);
+    let shards = usize::from(input.shards % 4) + 1;
+    let pool = SyncPool::with_shards_in(slot_layout, shards, &pool_backing);
+    assert_eq!(pool.slot_layout(), slot_layout);
+    assert_eq!(pool.shard_count(), shards.next_power_of_two());
+    let mut pool = PoolState {
+        backing: &pool_backing,
+        pool,
+        model: Model::new(),
+        slot,
+        slot_align,
+        last_freed: None,
+    };
+    pool.check_stats();
+
+    let mut arena = match input.capacity {
+        Some(c) => {
+            let a = SyncArena::try_with_capacity_in(c as usize, &arena_backing)
+                .expect("a first chunk of at most 64 KiB");
+            assert!(a.stats().chunk_capacity >= c as usize);
+            a
+        }
+        None => SyncArena::new_in(&arena_backing),
+    };
+    let mut st = ArenaState {
+        backing: &arena_backing,
+        model: Model::new(),
+        limit: None,
+        bound: None,
+        just_reset: false,
+    };
+    st.check_stats(&arena, &[None, None, None]);
+    run(&mut arena, &input.ops, &mut st, &mut pool);
+    st.model.verify_all();
+    drop(arena);
+    assert_eq!(arena_backing.live_blocks(), 0, "the arena leaked chunks");
+    pool.finish();
+});
