@@ -21,6 +21,7 @@ use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity,
     min_chunk_size,
 };
+use super::poison::{poison, unpoison};
 use crate::error::Failure;
 
 /// The state of an arena's bump position and chunk list. Every `Arena` starts with one (so that an
@@ -145,6 +146,7 @@ impl RawArena {
             (fits, start, start.wrapping_add(layout.size()))
         };
         if fits {
+            unpoison(start, new);
             // SAFETY: `ptr + pad + size <= end` (without overflow, see above): both `start` and
             // `new` lie inside the current chunk's usable bytes (or equal `ptr` on the
             // sentinel), at or after `ptr`, which is non-null.
@@ -263,6 +265,7 @@ impl RawArena {
         // for at least `size` bytes, and `size >= HEADER_SIZE` because every size we request
         // includes the header.
         let chunk = unsafe { Chunk::init(block) };
+        poison(chunk.start().as_ptr(), chunk.end().as_ptr());
         self.held.set(self.held.get() + size);
         self.chunks.set(self.chunks.get() + 1);
         if self.head.get().is_none() {
@@ -360,6 +363,9 @@ impl RawArena {
     /// returned length) and is not used afterwards.
     #[inline(always)]
     pub(crate) unsafe fn deallocate(&self, p: NonNull<u8>, layout: Layout) {
+        // A freed block is never touched again (a rolled-back one is handed out anew by a later
+        // bump, which unpoisons it).
+        poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size()));
         if self.is_last(p, layout.size()) {
             // SAFETY: `p + size == ptr` and `p` lies in the current chunk, so stepping back `size`
             // bytes from our own pointer stays in bounds (and keeps the chunk's provenance).
@@ -392,6 +398,7 @@ impl RawArena {
             if start.addr().get() & (new.align() - 1) == 0 && new.size() <= room {
                 // SAFETY: `new.size() <= end - start`.
                 self.ptr.set(unsafe { start.add(new.size()) });
+                unpoison(start.as_ptr(), self.ptr.get().as_ptr());
                 if zeroed {
                     // SAFETY: `[start, start + new.size())` is ours now; the tail past
                     // `old.size()` is written through a raw pointer.
@@ -432,6 +439,7 @@ impl RawArena {
             // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
             // overlap `p`; `p` is readable for `old.size()` bytes, `q` writable for more.
             unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
+            poison(p.as_ptr(), p.as_ptr().wrapping_add(old.size()));
             q
         };
         if zeroed {
@@ -469,7 +477,9 @@ impl RawArena {
         // SAFETY: `p + old.size() == ptr` inside the current chunk (see `grow`).
         let start = unsafe { self.ptr.get().sub(old.size()) };
         // SAFETY: `new.size() <= old.size()`, so this stays inside the old block.
-        self.ptr.set(unsafe { start.add(new.size()) });
+        let new_end = unsafe { start.add(new.size()) };
+        poison(new_end.as_ptr(), self.ptr.get().as_ptr());
+        self.ptr.set(new_end);
         Ok(NonNull::slice_from_raw_parts(start, new.size()))
     }
 
@@ -496,6 +506,7 @@ impl RawArena {
             let q = self.alloc(new, src).map_err(|_| AllocError)?;
             // SAFETY: `q` is fresh, after every live block, so it does not overlap `p`.
             unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), new.size()) };
+            poison(p.as_ptr(), p.as_ptr().wrapping_add(old.size()));
             q
         };
         Ok(NonNull::slice_from_raw_parts(q, new.size()))
@@ -519,12 +530,16 @@ impl RawArena {
         self.ptr.set(start);
         if new.size() == 0 {
             // The old block is released, and an empty one takes no room (`keep` is 0).
+            poison(start.as_ptr(), saved.as_ptr());
             return Ok(dangling(new.align()));
         }
         if let Some(q) = self.bump(new) {
             // SAFETY: both ranges lie in the current chunk (`q >= start`); `ptr::copy` allows
             // them to overlap. `start` is our own pointer, valid for the old block.
             unsafe { ptr::copy(start.as_ptr(), q.as_ptr(), keep) };
+            // What the old block covered outside the new one is free again.
+            poison(start.as_ptr(), q.as_ptr());
+            poison(self.ptr.get().as_ptr(), saved.as_ptr());
             return Ok(q);
         }
         match self.alloc_slow(new, keep < new.size(), src) {
@@ -532,6 +547,7 @@ impl RawArena {
                 // SAFETY: `q` is in another chunk, so the ranges cannot overlap; the old block's
                 // bytes are untouched (only its bookkeeping was released).
                 unsafe { ptr::copy_nonoverlapping(start.as_ptr(), q.as_ptr(), keep) };
+                poison(start.as_ptr(), saved.as_ptr());
                 Ok(q)
             }
             Err(e) => {
@@ -583,6 +599,14 @@ impl RawArena {
     /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), and no
     /// block allocated after it is used again.
     pub(crate) unsafe fn restore(&self, cp: RawCheckpoint) {
+        // Everything after `cp` is free again: the rest of its chunk and every later chunk.
+        match cp.chunk {
+            Some(c) => {
+                poison(cp.ptr.as_ptr(), cp.end.as_ptr());
+                self.poison_chunks_from(c.next());
+            }
+            None => self.poison_chunks_from(self.head.get()),
+        }
         if cp.chunk.is_none() {
             // Taken before the first chunk: "nothing used" is the start of the first chunk, if
             // one was taken since (it must stay reachable, as a spare list after it).
@@ -613,6 +637,19 @@ impl RawArena {
         }
         self.used_before.set(0);
         self.set_current(largest);
+        self.poison_chunks_from(Some(largest));
+    }
+
+    /// Poisons the usable bytes of `first` and every chunk after it (ASan builds only; nothing
+    /// to do, and no walk, otherwise).
+    fn poison_chunks_from(&self, first: Option<Chunk>) {
+        if cfg!(arena_pool_asan) {
+            let mut c = first;
+            while let Some(x) = c {
+                poison(x.start().as_ptr(), x.end().as_ptr());
+                c = x.next();
+            }
+        }
     }
 
     /// Returns every spare chunk (after the current one) to the backing allocator.
@@ -662,6 +699,7 @@ impl RawArena {
         let layout = c.block_layout();
         self.held.set(self.held.get() - layout.size());
         self.chunks.set(self.chunks.get() - 1);
+        unpoison(c.start().as_ptr(), c.end().as_ptr());
         // SAFETY: the block came from `src` with this alignment and its returned length.
         unsafe { src.deallocate_chunk(c.0.cast(), layout) };
     }

@@ -2,6 +2,7 @@
 
 mod bump;
 mod chunk;
+pub(crate) mod poison;
 mod scope;
 mod stats;
 pub(crate) mod typed;

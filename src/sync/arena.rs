@@ -310,6 +310,9 @@ impl<A: Allocator> SyncArena<A> {
         let mut spare = chunks.spares;
         while let Some(c) = spare {
             c.header().cursor.store(c.start(), Ordering::Relaxed);
+            // A `LocalArena` may have poisoned bytes of its pieces (ASan builds): the shared
+            // path hands them out again as they are.
+            unpoison_block(c);
             if largest.is_none_or(|l| c.header().size > l.header().size) {
                 largest = Some(c);
             }
@@ -505,12 +508,20 @@ impl<A: Allocator> SyncArena<A> {
     }
 }
 
+/// Unpoisons a chunk's whole block (ASan builds; nothing otherwise): the pieces a `LocalArena`
+/// took from it may hold poisoned bytes.
+fn unpoison_block(c: Chunk) {
+    let base = c.0.as_ptr().cast::<u8>().cast_const();
+    crate::arena::poison::unpoison(base, base.wrapping_add(c.header().size));
+}
+
 /// Frees a chunk's block.
 ///
 /// # Safety
 /// `c` is held by the arena owning `alloc`, is unlinked, and none of its blocks is used again.
 unsafe fn free_chunk<A: Allocator>(alloc: &A, c: Chunk) {
     let layout = c.block_layout();
+    unpoison_block(c);
     // SAFETY: the header is ours and initialised; dropping it in place releases what loom's
     // atomics track (nothing for the standard ones).
     unsafe { ptr::drop_in_place(c.0.as_ptr()) };

@@ -86,6 +86,8 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
         // The pieces stay with the shared arena (the blocks in them live on); only the unused end
         // of the last one goes back, if nothing was taken after it.
         let (from, to) = self.raw.free_range();
+        // The shared arena hands these bytes out without poisoning (ASan builds).
+        crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
         self.shared.give_back(from, to);
     }
 }
