@@ -732,6 +732,7 @@ impl RawArena {
     }
 
     /// The free bytes of the current chunk, `[ptr, end)` (empty on the sentinel).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `LocalArena`
     pub(crate) fn free_range(&self) -> (NonNull<u8>, NonNull<u8>) {
         (self.ptr.get(), self.end.get())
     }

@@ -15,12 +15,17 @@ use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 use crate::error::Failure;
 
 pub(crate) use bump::{RawArena, dangling};
+pub(crate) use chunk::ChunkSource;
+// Used by `crate::sync` (feature `std`) only.
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use chunk::{
-    CHUNK_ALIGN, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
+    CHUNK_ALIGN, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
 };
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use stats::stats_api;
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use typed::typed_api;
 
 /// Fuzz builds only: the chunk arithmetic, re-exported by `crate::__fuzzing`.

@@ -278,6 +278,7 @@ impl<A: Allocator> Pool<A> {
 
     /// Whether `p` lies in one of this pool's slabs (how a `SyncPool` finds a block's shard).
     #[inline]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn owns(&self, p: NonNull<u8>) -> bool {
         self.map.get(p.addr().get()).is_some()
     }
