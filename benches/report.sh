@@ -83,7 +83,8 @@ count() { # suite crate index
   local filter="$1/$2/" pad
   pad=$(printf '%*s' $((128 - ${#filter})) '' | tr ' ' x)
   env -i BENCH_COUNT="$filter" BENCH_PAD="$pad" valgrind --tool=callgrind --collect-atstart=no \
-    --toggle-collect=arena_pool_bench_measured --dump-after=arena_pool_bench_measured \
+    --toggle-collect=arena_pool_bench_measured --toggle-collect=arena_pool_bench_measured_worker \
+    --dump-after=arena_pool_bench_measured \
     --callgrind-out-file="$dir/cg.out" "$bin" >"$dir/ids" 2>"$dir/valgrind.log" \
     || { echo "callgrind failed for $1/$2" >&2; tail "$dir/valgrind.log" >&2; return 1; }
   local k=0 id ops ir
@@ -206,8 +207,11 @@ Instructions executed (callgrind's \`Ir\`) per operation, exact and repeatable: 
 twice unmeasured, then (about 100 000 operations' worth of) measured repetitions inside the
 suites' measured function, the only code callgrind counts (\`BENCH_COUNT=<suite>/<crate>/ valgrind
 --tool=callgrind --collect-atstart=no --toggle-collect=arena_pool_bench_measured
---dump-after=arena_pool_bench_measured <suite binary>\`, in an environment of the same size for
-every crate, so that stack buffers have the same alignment). The count includes everything the case
+--toggle-collect=arena_pool_bench_measured_worker --dump-after=arena_pool_bench_measured <suite
+binary>\`, in an environment of the same size for every crate, so that stack buffers have the same
+alignment; callgrind counts per thread, so the thread rows' workers run inside the second
+function, and their counts include spawning and joining the threads and, with 2 threads, waiting
+on locks as callgrind runs one thread at a time). The count includes everything the case
 does, the crate's reset at the end of each iteration and the loop around the calls included; it
 is divided by the case's operations (the calls, pushes, inserts, nodes or strings its name
 counts; a first allocation or a reset counts one). Each cell: instructions per operation and the

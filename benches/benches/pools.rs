@@ -19,8 +19,8 @@ use std::hint::black_box;
 
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
-use arena_pool::SizeClassPool;
-use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool::{SizeClassPool, SyncArena, SyncPool};
+use arena_pool_benches::harness::{Driver, Runner, arena_pool_bench_measured_worker, run_suite};
 use arena_pool_benches::{
     FastallocSlots, Layout, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlotFamily,
     SlotStore, SyncPoolSlots, SystemBox,
@@ -259,6 +259,73 @@ fn mixed_row(r: &mut Runner<'_>, name: &str, case: MixedCase) {
     r.bench("System", name, case.ops(), |d| case.run(d, Global));
 }
 
+/// Runs `work` on each of `threads` scoped threads (each iteration spawns and
+/// joins them: that cost is in every column of a row alike).
+fn on_threads(threads: usize, work: &(dyn Fn() + Sync)) {
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| arena_pool_bench_measured_worker(&mut || work()));
+        }
+    });
+}
+
+/// The thread-safe types with 1 and 2 threads, each thread doing `N` operations per iteration.
+/// Boxes: `SyncPool` against the system allocator. Bump allocation: `SyncArena`'s shared path
+/// (`&SyncArena`) against a `LocalArena` handle per thread, then `reset` (no peer here has a
+/// thread-safe bump arena on allocator-api2 0.2).
+fn thread_rows(r: &mut Runner<'_>) {
+    for threads in [1, 2] {
+        let ops = (threads * N) as u64;
+        let name = format!("threads: Box<[u64; 4]> new + drop x {N} on each of {threads} threads");
+        r.bench("arena-pool-SyncPool", &name, ops, |d| {
+            let pool = SyncPool::for_type::<Payload<4>>();
+            d.steady(|| {
+                on_threads(threads, &|| {
+                    for i in 0..N as u64 {
+                        black_box(allocator_api2::boxed::Box::new_in(
+                            Payload::<4>::new(i),
+                            &pool,
+                        ));
+                    }
+                });
+            });
+        });
+        r.bench("System", &name, ops, |d| {
+            d.steady(|| {
+                on_threads(threads, &|| {
+                    for i in 0..N as u64 {
+                        black_box(std::boxed::Box::new(Payload::<4>::new(i)));
+                    }
+                });
+            });
+        });
+        let name = format!("threads: alloc(u64) x {N} on each of {threads} threads, then reset");
+        r.bench("arena-pool-SyncArena", &name, ops, |d| {
+            let mut arena = SyncArena::new();
+            d.steady(|| {
+                on_threads(threads, &|| {
+                    for i in 0..N as u64 {
+                        black_box(arena.alloc(i));
+                    }
+                });
+                arena.reset();
+            });
+        });
+        r.bench("arena-pool-LocalArena", &name, ops, |d| {
+            let mut arena = SyncArena::new();
+            d.steady(|| {
+                on_threads(threads, &|| {
+                    let local = arena.local();
+                    for i in 0..N as u64 {
+                        black_box(local.alloc(i));
+                    }
+                });
+                arena.reset();
+            });
+        });
+    }
+}
+
 fn pools(r: &mut Runner<'_>) {
     for words in [1, 4, 16, 128] {
         slot_row(
@@ -292,6 +359,7 @@ fn pools(r: &mut Runner<'_>) {
         &format!("SizeClassPool: replace one of {LIVE} live blocks (16 B to 1 KiB) x {N}"),
         MixedCase::Replace,
     );
+    thread_rows(r);
 }
 
 fn main() {

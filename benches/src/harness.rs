@@ -12,8 +12,12 @@
 //!
 //! ```text
 //! BENCH_COUNT=typed/bumpalo/ valgrind --tool=callgrind --collect-atstart=no \
-//!     --toggle-collect=arena_pool_bench_measured --dump-after=arena_pool_bench_measured <bench binary>
+//!     --toggle-collect=arena_pool_bench_measured --toggle-collect=arena_pool_bench_measured_worker \
+//!     --dump-after=arena_pool_bench_measured <bench binary>
 //! ```
+//!
+//! (callgrind collects per thread: a case that runs threads runs each worker's share inside
+//! [`arena_pool_bench_measured_worker`].)
 //!
 //! Each case prints `<id>\t<operations>` before it runs (the operations of all its measured
 //! repetitions), and each exit from the measured function writes one profile part, so part `k` of
@@ -44,6 +48,18 @@ const MAX_REPS: u64 = 100;
 #[inline(never)]
 pub fn arena_pool_bench_measured(f: &mut dyn FnMut()) {
     f();
+}
+
+/// The measured region of a worker thread, for the cases that run threads: callgrind collects
+/// per thread, so each worker's share is counted when it runs inside this function (the report
+/// script toggles collection on it too; only the main thread's region ends a profile part).
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub fn arena_pool_bench_measured_worker(f: &mut dyn FnMut()) {
+    f();
+    // A body of its own: were it identical to `arena_pool_bench_measured`, the linker could fold
+    // the two into one address, which callgrind would name after either.
+    black_box(0u8);
 }
 
 /// How a case's work is run: timed by criterion, or counted.
