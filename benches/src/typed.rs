@@ -69,7 +69,7 @@ pub trait TypedAlloc: BenchAlloc {
         self.alloc_slice_fill_default(K)
     }
 
-    /// `alloc_fmt(args)`. Crates without one (see each impl) use [`fmt_in_vec`]: a `Vec<u8>` in
+    /// `alloc_fmt(args)`. Crates without one (see each impl) use `fmt_in_vec`: a `Vec<u8>` in
     /// the allocator written through `core::fmt::Write`, then left in place.
     fn alloc_fmt(&self, args: fmt::Arguments<'_>) -> &str {
         fmt_in_vec(self, args)
