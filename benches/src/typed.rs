@@ -187,7 +187,7 @@ impl TypedAlloc for bump_scope::Bump {
 
 /// blink-alloc: the typed calls of its `Blink` front end, the `_no_drop` ones (the values are
 /// never dropped, as with the other arenas). Slices to fill are `emplace_no_drop().from_iter`;
-/// it has no formatting call, so `alloc_fmt` is [`fmt_in_vec`].
+/// it has no formatting call, so `alloc_fmt` is `fmt_in_vec`.
 impl TypedAlloc for blink_alloc::Blink {
     fn alloc<T>(&self, value: T) -> &mut T {
         blink_alloc::Blink::put_no_drop(self, value)
@@ -208,7 +208,7 @@ impl TypedAlloc for blink_alloc::Blink {
 }
 
 /// stumpalo: its own calls, the sized fill included; it has no formatting call, so `alloc_fmt`
-/// is [`fmt_in_vec`].
+/// is `fmt_in_vec`.
 impl TypedAlloc for stumpalo::Arena {
     fn alloc<T>(&self, value: T) -> &mut T {
         stumpalo::Arena::alloc(self, value)
