@@ -189,9 +189,8 @@ impl RawArena {
         slack: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
-        if layout.size() == 0 {
-            return Ok(dangling(layout.align()));
-        }
+        // Its two callers, `alloc` and `move_last`, answer empty layouts themselves.
+        debug_assert!(layout.size() != 0);
         let current = self.chunk.get();
         // Reuse the first spare that fits. The walk visits each spare once, so it terminates;
         // spares too small for this request stay where they are for later, smaller ones.
@@ -573,11 +572,13 @@ impl RawArena {
     ///
     /// The parent's last block may end at the position: the position steps one byte past it, so
     /// that no block of the parent ends at `ptr` while the child is active (the child's blocks all
-    /// start after that byte); `used_bytes` counts that byte, like padding, until the scope
-    /// ends. When the chunk is full there is no byte to step over: the position
-    /// parks at the chunk's start with no room (its bytes counted as used before it), and the child's first allocation moves on to the next chunk.
-    /// No block ends at a chunk's start: blocks lie after the header. Restoring the checkpoint
-    /// undoes either step.
+    /// start after that byte); `used_bytes` counts that byte, like padding, until the scope ends.
+    ///
+    /// When the chunk is full there is no byte to step over: the position parks at the chunk's
+    /// start with no room (its bytes counted as used before it), and the child's first allocation
+    /// moves on to the next chunk. Only an empty block can end at a chunk's start, and with no
+    /// room there it can be neither grown in place nor rolled back over anything. Restoring the
+    /// checkpoint undoes either step.
     pub(crate) fn enter_scope(&self) -> RawCheckpoint {
         let cp = self.checkpoint();
         if let Some(c) = cp.chunk {
@@ -600,14 +601,8 @@ impl RawArena {
     /// block allocated after it is used again.
     pub(crate) unsafe fn restore(&self, cp: RawCheckpoint) {
         // Everything after `cp` is free again: the rest of its chunk and every later chunk.
-        match cp.chunk {
-            Some(c) => {
-                poison(cp.ptr.as_ptr(), cp.end.as_ptr());
-                self.poison_chunks_from(c.next());
-            }
-            None => self.poison_chunks_from(self.head.get()),
-        }
-        if cp.chunk.is_none() {
+        let Some(c) = cp.chunk else {
+            self.poison_chunks_from(self.head.get());
             // Taken before the first chunk: "nothing used" is the start of the first chunk, if
             // one was taken since (it must stay reachable, as a spare list after it).
             if let Some(head) = self.head.get() {
@@ -615,7 +610,9 @@ impl RawArena {
                 self.set_current(head);
             }
             return;
-        }
+        };
+        poison(cp.ptr.as_ptr(), cp.end.as_ptr());
+        self.poison_chunks_from(c.next());
         self.chunk.set(cp.chunk);
         self.ptr.set(cp.ptr);
         self.end.set(cp.end);
