@@ -25,14 +25,13 @@
 
 #![no_main]
 
-use std::ptr::NonNull;
 use std::slice::Iter;
 
 use arbitrary::Arbitrary;
-use arena_pool::allocator_api2::alloc::Layout;
 use arena_pool::{LocalArena, SyncArena, SyncPool};
+use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
 use arena_pool_fuzz::{
-    Backing, Block, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+    Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -47,11 +46,6 @@ const SHARED: u8 = 0;
 const ORPHAN: u8 = 1;
 /// `LOCAL + k`: a block of the handle in slot `k`.
 const LOCAL: u8 = 2;
-
-/// Tags of the pool model's blocks: which path served them.
-const ZERO: u8 = 0;
-const POOLED: u8 = 1;
-const FALLBACK: u8 = 2;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -104,43 +98,6 @@ enum Op {
     /// The arena's next `n % 4` backing allocations fail.
     FailNext(u8),
     Pool(PoolOp),
-}
-
-#[derive(Arbitrary, Clone, Copy, Debug)]
-enum PSize {
-    /// 0 ..= the slot size.
-    Fit(u16),
-    Other(Size),
-}
-
-#[derive(Arbitrary, Clone, Copy, Debug)]
-enum PoolOp {
-    Alloc {
-        size: PSize,
-        align: u8,
-        zeroed: bool,
-    },
-    Grow {
-        pick: u16,
-        fit: u8,
-        size: PSize,
-        align: u8,
-        zeroed: bool,
-    },
-    Shrink {
-        pick: u16,
-        fit: u8,
-        keep: u16,
-        align: u8,
-    },
-    Dealloc {
-        pick: u16,
-        fit: u8,
-    },
-    Reset,
-    Trim,
-    /// The pool's next `n % 4` backing allocations fail.
-    FailNext(u8),
 }
 
 type Handles<'s, 'b> = [Option<LocalArena<'s, &'b Backing>>; HANDLES];
@@ -373,7 +330,7 @@ fn shared_phase(
     arena: &SyncArena<&Backing>,
     ops: &mut Iter<'_, Op>,
     st: &mut ArenaState<'_>,
-    pool: &mut PoolState<'_>,
+    pool: &mut PoolChecker<'_, SyncPool<&Backing>>,
 ) -> Option<Op> {
     let mut handles: Handles<'_, '_> = [None, None, None];
     let mut next = None;
@@ -419,7 +376,7 @@ fn run(
     arena: &mut SyncArena<&Backing>,
     ops: &[Op],
     st: &mut ArenaState<'_>,
-    pool: &mut PoolState<'_>,
+    pool: &mut PoolChecker<'_, SyncPool<&Backing>>,
 ) {
     let mut ops = ops.iter();
     while let Some(op) = shared_phase(arena, &mut ops, st, pool) {
@@ -455,212 +412,6 @@ fn run(
     }
 }
 
-// ----- SyncPool -----
-
-struct PoolState<'b> {
-    backing: &'b Backing,
-    pool: SyncPool<&'b Backing>,
-    model: Model,
-    slot: usize,
-    slot_align: usize,
-    /// The last pooled block freed, if no pooled block was handed out since: the next one (one
-    /// thread uses one shard).
-    last_freed: Option<NonNull<u8>>,
-}
-
-impl PoolState<'_> {
-    fn tag(&self, l: Layout) -> u8 {
-        if l.size() == 0 {
-            ZERO
-        } else if l.size() <= self.slot && l.align() <= self.slot_align {
-            POOLED
-        } else {
-            FALLBACK
-        }
-    }
-
-    fn size(&self, s: PSize) -> usize {
-        match s {
-            PSize::Fit(n) => n as usize % (self.slot + 1),
-            PSize::Other(s) => s.bytes(MAX_SIZE),
-        }
-    }
-
-    fn count(&self, tag: u8) -> usize {
-        self.model.blocks().iter().filter(|b| b.tag == tag).count()
-    }
-
-    /// Checks a block the pool just handed out, at index `i` of the model.
-    fn check_new(&mut self, i: usize) {
-        let b = self.model.blocks()[i];
-        if b.tag == POOLED {
-            assert_eq!(b.len, self.slot, "a pooled block is one slot long");
-            if let Some(p) = self.last_freed.take() {
-                assert_eq!(b.ptr, p, "the slot freed last is the next one handed out");
-            }
-        }
-    }
-
-    /// After block `old` was grown or shrunk into the block at index `j`.
-    fn after_move(&mut self, old: Block, j: usize) {
-        let new = self.model.blocks()[j];
-        match (old.tag, new.tag) {
-            (POOLED, POOLED) => assert_eq!(new.ptr, old.ptr, "a slot is resized in place"),
-            (POOLED, _) => self.last_freed = Some(old.ptr),
-            (_, POOLED) => self.check_new(j),
-            _ => {}
-        }
-    }
-
-    fn check_stats(&self) {
-        let s = self.pool.stats();
-        assert_eq!(s.slot_size, self.slot);
-        assert_eq!(s.slot_align, self.slot_align);
-        assert_eq!(self.pool.slot_size(), self.slot);
-        assert_eq!(self.pool.in_use(), self.count(POOLED), "{s:?}");
-        assert_eq!(s.fallback_blocks, self.count(FALLBACK), "{s:?}");
-        assert!(s.capacity >= s.in_use, "{s:?}");
-        assert_eq!(self.pool.capacity(), s.capacity);
-        let others = self.backing.live_blocks() - s.slabs - s.fallback_blocks;
-        assert!(
-            others <= 1,
-            "the backing allocator holds {others} blocks besides the slabs and fallback blocks"
-        );
-    }
-
-    fn step(&mut self, op: PoolOp) {
-        let before = self.pool.stats();
-        let may_fail = self.backing.failing();
-        let (ok, huge) = match op {
-            PoolOp::Alloc {
-                size,
-                align,
-                zeroed,
-            } => {
-                let l = layout(self.size(size), align_from(align));
-                let tag = self.tag(l);
-                let r = alloc_op(&self.pool, &mut self.model, l, zeroed, tag);
-                if let Some(i) = r {
-                    self.check_new(i);
-                }
-                (r.is_some(), matches!(size, PSize::Other(s) if s.is_huge()))
-            }
-            PoolOp::Grow {
-                pick,
-                fit,
-                size,
-                align,
-                zeroed,
-            } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
-                let b = self.model.blocks()[i];
-                let old = b.fit(fit);
-                let huge = matches!(size, PSize::Other(s) if s.is_huge());
-                let new = if huge {
-                    self.size(size).max(old)
-                } else {
-                    (old + self.size(size)).min(MAX_SIZE).max(old)
-                };
-                let new = layout(new, align_from(align));
-                let tag = self.tag(new);
-                let r = grow_op(&self.pool, &mut self.model, i, old, new, zeroed, tag);
-                if let Some(j) = r {
-                    self.after_move(b, j);
-                }
-                (r.is_some(), huge)
-            }
-            PoolOp::Shrink {
-                pick,
-                fit,
-                keep,
-                align,
-            } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
-                let b = self.model.blocks()[i];
-                let old = b.fit(fit);
-                let new = layout(keep as usize % (old + 1), align_from(align));
-                let tag = self.tag(new);
-                let r = shrink_op(&self.pool, &mut self.model, i, old, new, tag);
-                if let Some(j) = r {
-                    self.after_move(b, j);
-                }
-                (r.is_some(), false)
-            }
-            PoolOp::Dealloc { pick, fit } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
-                let size = self.model.blocks()[i].fit(fit);
-                let b = dealloc_op(&self.pool, &mut self.model, i, size);
-                if b.tag == POOLED {
-                    self.last_freed = Some(b.ptr);
-                }
-                (true, false)
-            }
-            PoolOp::Reset => {
-                // `reset` forgets the slots: the fallback blocks are freed first.
-                while let Some(i) = self.model.blocks().iter().position(|b| b.tag == FALLBACK) {
-                    let size = self.model.blocks()[i].size;
-                    dealloc_op(&self.pool, &mut self.model, i, size);
-                }
-                self.model.verify_all();
-                self.pool.reset();
-                self.model.clear();
-                self.last_freed = None;
-                assert_eq!(self.pool.in_use(), 0);
-                assert_eq!(
-                    self.pool.capacity(),
-                    before.capacity,
-                    "reset keeps the slabs"
-                );
-                (true, false)
-            }
-            PoolOp::Trim => {
-                self.pool.trim();
-                self.last_freed = None;
-                self.model.verify_all();
-                if self.count(POOLED) == 0 {
-                    let s = self.pool.stats();
-                    assert_eq!((s.bytes_held, s.slabs), (0, 0), "trim with no slot in use");
-                }
-                (true, false)
-            }
-            PoolOp::FailNext(n) => {
-                self.backing.fail_next(u32::from(n % 4));
-                return;
-            }
-        };
-        if !ok {
-            assert!(may_fail || huge, "spurious failure of {op:?}");
-            assert_eq!(
-                self.pool.stats(),
-                before,
-                "a failed {op:?} changed the pool"
-            );
-            self.model.verify_all();
-        }
-        self.check_stats();
-    }
-
-    /// Frees every live block and drops the pool.
-    fn finish(mut self) {
-        self.backing.stop_failing();
-        self.model.verify_all();
-        while let Some(i) = self.model.pick(0) {
-            let size = self.model.blocks()[i].size;
-            dealloc_op(&self.pool, &mut self.model, i, size);
-        }
-        let s = self.pool.stats();
-        assert_eq!((s.in_use, s.fallback_blocks), (0, 0), "{s:?}");
-        drop(self.pool);
-        assert_eq!(self.backing.live_blocks(), 0, "the pool leaked");
-    }
-}
-
 fuzz_target!(|input: Input| {
     let arena_backing = Backing::new();
     let pool_backing = Backing::new();
@@ -669,24 +420,11 @@ fuzz_target!(|input: Input| {
         input.slot_size as usize % 4097,
         align_from(input.slot_align),
     );
-    let slot_align = slot_layout.align().max(size_of::<usize>());
-    let slot = slot_layout
-        .size()
-        .max(size_of::<usize>())
-        .next_multiple_of(slot_align);
     let shards = usize::from(input.shards % 4) + 1;
     let pool = SyncPool::with_shards_in(slot_layout, shards, &pool_backing);
     assert_eq!(pool.slot_layout(), slot_layout);
     assert_eq!(pool.shard_count(), shards.next_power_of_two());
-    let mut pool = PoolState {
-        backing: &pool_backing,
-        pool,
-        model: Model::new(),
-        slot,
-        slot_align,
-        last_freed: None,
-    };
-    pool.check_stats();
+    let mut pool = PoolChecker::new(pool, slot_layout, &pool_backing);
 
     let mut arena = match input.capacity {
         Some(c) => {

@@ -1,5 +1,8 @@
 //! What the allocator fuzz targets share: [`Backing`], a backing allocator that checks how it is
-//! used and fails on request, and [`Model`], the live blocks with their byte patterns.
+//! used and fails on request, [`Model`], the live blocks with their byte patterns, and
+//! [`pool_checker`], the slot-pool operations and checks of `pool_ops` and `sync_ops`.
+
+pub mod pool_checker;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};

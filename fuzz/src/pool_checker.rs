@@ -1,0 +1,324 @@
+//! The slot-pool operations and their checks, shared by `pool_ops` (`Pool`) and `sync_ops`
+//! (`SyncPool` on one thread): [`PoolOp`]s run through the `Allocator` trait against the block
+//! model, with the pool's statistics checked after each one.
+
+use std::ptr::NonNull;
+
+use arbitrary::Arbitrary;
+use arena_pool::allocator_api2::alloc::{Allocator, Layout};
+use arena_pool::{Pool, PoolStats, SyncPool};
+
+use crate::{
+    Backing, Block, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+};
+
+/// Largest ordinary request that does not fit the slot.
+const MAX_SIZE: usize = 64 * 1024;
+
+/// Tags of the model's blocks: which path served them.
+const ZERO: u8 = 0;
+const POOLED: u8 = 1;
+const FALLBACK: u8 = 2;
+
+/// A requested size: one that fits the slot, or any other.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+pub enum PSize {
+    /// 0 ..= the slot size.
+    Fit(u16),
+    Other(Size),
+}
+
+#[derive(Arbitrary, Clone, Copy, Debug)]
+pub enum PoolOp {
+    Alloc {
+        size: PSize,
+        align: u8,
+        zeroed: bool,
+    },
+    Grow {
+        pick: u16,
+        fit: u8,
+        size: PSize,
+        align: u8,
+        zeroed: bool,
+    },
+    Shrink {
+        pick: u16,
+        fit: u8,
+        keep: u16,
+        align: u8,
+    },
+    Dealloc {
+        pick: u16,
+        fit: u8,
+    },
+    Reset,
+    Trim,
+    /// The pool's next `n % 4` backing allocations fail.
+    FailNext(u8),
+}
+
+/// What the checks need of a slot pool besides its `Allocator` impl.
+pub trait SlotPool: Allocator {
+    fn stats(&self) -> PoolStats;
+    fn in_use(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn slot_size(&self) -> usize;
+    fn reset(&mut self);
+    fn trim(&mut self);
+}
+
+macro_rules! slot_pool {
+    ($ty:ty) => {
+        impl SlotPool for $ty {
+            fn stats(&self) -> PoolStats {
+                <$ty>::stats(self)
+            }
+            fn in_use(&self) -> usize {
+                <$ty>::in_use(self)
+            }
+            fn capacity(&self) -> usize {
+                <$ty>::capacity(self)
+            }
+            fn slot_size(&self) -> usize {
+                <$ty>::slot_size(self)
+            }
+            fn reset(&mut self) {
+                <$ty>::reset(self)
+            }
+            fn trim(&mut self) {
+                <$ty>::trim(self)
+            }
+        }
+    };
+}
+slot_pool!(Pool<&Backing>);
+slot_pool!(SyncPool<&Backing>);
+
+/// A pool under test, its backing allocator and the model of its live blocks.
+pub struct PoolChecker<'b, P> {
+    pub backing: &'b Backing,
+    pub pool: P,
+    model: Model,
+    slot: usize,
+    slot_align: usize,
+    /// The last pooled block freed, if no pooled block was handed out since: the next one (on
+    /// one thread, a `SyncPool` uses one shard).
+    last_freed: Option<NonNull<u8>>,
+}
+
+impl<'b, P: SlotPool> PoolChecker<'b, P> {
+    /// Checks `pool`, made with `slot_layout` on `backing`: its slot size and alignment are the
+    /// layout's, rounded up to a pointer and to each other.
+    pub fn new(pool: P, slot_layout: Layout, backing: &'b Backing) -> Self {
+        let slot_align = slot_layout.align().max(size_of::<usize>());
+        let slot = slot_layout
+            .size()
+            .max(size_of::<usize>())
+            .next_multiple_of(slot_align);
+        let checker = PoolChecker {
+            backing,
+            pool,
+            model: Model::new(),
+            slot,
+            slot_align,
+            last_freed: None,
+        };
+        checker.check_stats();
+        checker
+    }
+
+    fn tag(&self, l: Layout) -> u8 {
+        if l.size() == 0 {
+            ZERO
+        } else if l.size() <= self.slot && l.align() <= self.slot_align {
+            POOLED
+        } else {
+            FALLBACK
+        }
+    }
+
+    fn size(&self, s: PSize) -> usize {
+        match s {
+            PSize::Fit(n) => n as usize % (self.slot + 1),
+            PSize::Other(s) => s.bytes(MAX_SIZE),
+        }
+    }
+
+    fn count(&self, tag: u8) -> usize {
+        self.model.blocks().iter().filter(|b| b.tag == tag).count()
+    }
+
+    /// Checks a block the pool just handed out, at index `i` of the model.
+    fn check_new(&mut self, i: usize) {
+        let b = self.model.blocks()[i];
+        if b.tag == POOLED {
+            assert_eq!(b.len, self.slot, "a pooled block is one slot long");
+            if let Some(p) = self.last_freed.take() {
+                assert_eq!(b.ptr, p, "the slot freed last is the next one handed out");
+            }
+        }
+    }
+
+    /// After block `old` was grown or shrunk into the block at index `j`: the pooled slot it
+    /// moved into, or out of, follows the free-list order.
+    fn after_move(&mut self, old: Block, j: usize) {
+        let new = self.model.blocks()[j];
+        match (old.tag, new.tag) {
+            (POOLED, POOLED) => assert_eq!(new.ptr, old.ptr, "a slot is resized in place"),
+            (POOLED, _) => self.last_freed = Some(old.ptr),
+            (_, POOLED) => self.check_new(j),
+            _ => {}
+        }
+    }
+
+    fn check_stats(&self) {
+        let s = self.pool.stats();
+        assert_eq!(s.slot_size, self.slot);
+        assert_eq!(s.slot_align, self.slot_align);
+        assert_eq!(self.pool.slot_size(), self.slot);
+        assert_eq!(self.pool.in_use(), self.count(POOLED), "{s:?}");
+        assert_eq!(s.in_use, self.pool.in_use());
+        assert_eq!(s.fallback_blocks, self.count(FALLBACK), "{s:?}");
+        assert!(s.capacity >= s.in_use, "{s:?}");
+        assert_eq!(self.pool.capacity(), s.capacity);
+        let others = self.backing.live_blocks() - s.slabs - s.fallback_blocks;
+        assert!(
+            others <= 1,
+            "the backing allocator holds {others} blocks besides the slabs and fallback blocks"
+        );
+    }
+
+    pub fn step(&mut self, op: PoolOp) {
+        let before = self.pool.stats();
+        let may_fail = self.backing.failing();
+        let (ok, huge) = match op {
+            PoolOp::Alloc {
+                size,
+                align,
+                zeroed,
+            } => {
+                let l = layout(self.size(size), align_from(align));
+                let tag = self.tag(l);
+                let r = alloc_op(&self.pool, &mut self.model, l, zeroed, tag);
+                if let Some(i) = r {
+                    self.check_new(i);
+                }
+                (r.is_some(), matches!(size, PSize::Other(s) if s.is_huge()))
+            }
+            PoolOp::Grow {
+                pick,
+                fit,
+                size,
+                align,
+                zeroed,
+            } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let b = self.model.blocks()[i];
+                let old = b.fit(fit);
+                let huge = matches!(size, PSize::Other(s) if s.is_huge());
+                let new = if huge {
+                    self.size(size).max(old)
+                } else {
+                    (old + self.size(size)).min(MAX_SIZE).max(old)
+                };
+                let new = layout(new, align_from(align));
+                let tag = self.tag(new);
+                let r = grow_op(&self.pool, &mut self.model, i, old, new, zeroed, tag);
+                if let Some(j) = r {
+                    self.after_move(b, j);
+                }
+                (r.is_some(), huge)
+            }
+            PoolOp::Shrink {
+                pick,
+                fit,
+                keep,
+                align,
+            } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let b = self.model.blocks()[i];
+                let old = b.fit(fit);
+                let new = layout(keep as usize % (old + 1), align_from(align));
+                let tag = self.tag(new);
+                let r = shrink_op(&self.pool, &mut self.model, i, old, new, tag);
+                if let Some(j) = r {
+                    self.after_move(b, j);
+                }
+                (r.is_some(), false)
+            }
+            PoolOp::Dealloc { pick, fit } => {
+                let Some(i) = self.model.pick(pick) else {
+                    return;
+                };
+                let size = self.model.blocks()[i].fit(fit);
+                let b = dealloc_op(&self.pool, &mut self.model, i, size);
+                if b.tag == POOLED {
+                    self.last_freed = Some(b.ptr);
+                }
+                (true, false)
+            }
+            PoolOp::Reset => {
+                // `reset` forgets the slots: the fallback blocks are freed first.
+                while let Some(i) = self.model.blocks().iter().position(|b| b.tag == FALLBACK) {
+                    let size = self.model.blocks()[i].size;
+                    dealloc_op(&self.pool, &mut self.model, i, size);
+                }
+                self.model.verify_all();
+                self.pool.reset();
+                self.model.clear();
+                self.last_freed = None;
+                assert_eq!(self.pool.in_use(), 0);
+                assert_eq!(
+                    self.pool.capacity(),
+                    before.capacity,
+                    "reset keeps the slabs"
+                );
+                (true, false)
+            }
+            PoolOp::Trim => {
+                self.pool.trim();
+                self.last_freed = None;
+                self.model.verify_all();
+                if self.count(POOLED) == 0 {
+                    let s = self.pool.stats();
+                    assert_eq!((s.bytes_held, s.slabs), (0, 0), "trim with no slot in use");
+                }
+                (true, false)
+            }
+            PoolOp::FailNext(n) => {
+                self.backing.fail_next(u32::from(n % 4));
+                return;
+            }
+        };
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?}");
+            assert_eq!(
+                self.pool.stats(),
+                before,
+                "a failed {op:?} changed the pool"
+            );
+            self.model.verify_all();
+        }
+        self.check_stats();
+    }
+
+    /// Frees every live block (the fallback ones through the pool) and drops the pool, which
+    /// must give everything back.
+    pub fn finish(mut self) {
+        self.backing.stop_failing();
+        self.model.verify_all();
+        while let Some(i) = self.model.pick(0) {
+            let size = self.model.blocks()[i].size;
+            dealloc_op(&self.pool, &mut self.model, i, size);
+        }
+        let s = self.pool.stats();
+        assert_eq!((s.in_use, s.fallback_blocks), (0, 0), "{s:?}");
+        drop(self.pool);
+        assert_eq!(self.backing.live_blocks(), 0, "the pool leaked");
+    }
+}
