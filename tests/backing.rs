@@ -201,6 +201,47 @@ fn steady_reset_loop_stops_calling_the_backing_allocator() {
 }
 
 #[test]
+fn reset_loop_that_overflows_converges_to_one_chunk() {
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    let (per_cycle, size) = (150, 8);
+    let mut firsts = std::vec::Vec::new();
+    for cycle in 0..6u8 {
+        let allocs = backing.allocs();
+        // The room of the chunk the cycle starts in (the largest one, after a reset).
+        let room = arena.chunk_capacity();
+        let mut blocks = std::vec::Vec::with_capacity(per_cycle);
+        for i in 0..per_cycle {
+            blocks.push(block(&arena, size, 8, cycle.wrapping_add(i as u8)));
+        }
+        assert!(intact(&blocks), "cycle {cycle}");
+        let lo = blocks.iter().map(|b| b.0.addr().get()).min().unwrap();
+        let hi = blocks.iter().map(|b| b.0.addr().get() + b.1).max().unwrap();
+        let in_one_chunk = hi - lo <= room && blocks[0].0.addr().get() == lo;
+        arena.reset();
+        match cycle {
+            0 => {
+                // The scenario: the largest chunk cannot hold a cycle, all of them together can.
+                // Reusing the spares, every cycle would spill into them.
+                assert!(backing.allocs() >= allocs + 2);
+                assert!(arena.chunk_capacity() < per_cycle * size);
+                assert!(arena.allocated_bytes() > per_cycle * size);
+            }
+            // The first overflow of the largest chunk takes one larger chunk.
+            1 => assert_eq!(backing.allocs(), allocs + 1, "cycle 1"),
+            // From then on every cycle fits in the chunk reset starts from.
+            _ => {
+                assert!(in_one_chunk, "cycle {cycle} spans {} bytes", hi - lo);
+                assert_eq!(backing.allocs(), allocs, "cycle {cycle}");
+                firsts.push(blocks[0].0);
+            }
+        }
+    }
+    assert!(firsts.windows(2).all(|w| w[0] == w[1]), "{firsts:?}");
+    assert_eq!(backing.deallocs(), 0);
+}
+
+#[test]
 fn reset_keeps_the_largest_chunk_current() {
     let backing = Counting::default();
     let mut arena = Arena::new_in(&backing);
@@ -694,7 +735,10 @@ fn chunk_reuse_walk_over_many_small_spares() {
     for round in 0..rounds {
         arena.reset();
         let allocs = backing.allocs();
-        // Reuses the retained chunks before taking a new one.
+        // Under a limit of what it holds, the arena reuses the retained chunks (without one, the
+        // first overflow of the largest chunk takes a larger one, see
+        // `reset_loop_that_overflows_converges_to_one_chunk`).
+        arena.set_allocation_limit(Some(arena.allocated_bytes_including_metadata()));
         let mut blocks = std::vec::Vec::new();
         let mut total = 0;
         while total < arena.allocated_bytes() / 2 {
@@ -704,6 +748,7 @@ fn chunk_reuse_walk_over_many_small_spares() {
         assert_eq!(backing.allocs(), allocs, "round {round}");
         assert!(intact(&blocks));
         // A request larger than every chunk: one new chunk, and the walk ends.
+        arena.set_allocation_limit(None);
         let size = arena.allocated_bytes();
         blocks.push(block(&arena, size, 8, 9));
         assert_eq!(backing.allocs(), allocs + 1, "round {round}");

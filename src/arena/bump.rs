@@ -192,6 +192,21 @@ impl RawArena {
         // Its two callers, `alloc` and `move_last`, answer empty layouts themselves.
         debug_assert!(layout.size() != 0);
         let current = self.chunk.get();
+        // A new chunk first when the first chunk overflows and no spare is as large
+        // ([`grows_past_first`](Self::grows_past_first)); should that fail, a spare may still
+        // serve, and the failure is reported only when none does.
+        let mut failure = None;
+        if let Some(cur) = current {
+            if self.grows_past_first(cur, layout, slack) {
+                match self.take_chunk(layout, slack, src) {
+                    Ok(c) => {
+                        cur.insert_after(c);
+                        return self.enter_chunk(c, layout);
+                    }
+                    Err(e) => failure = Some(e),
+                }
+            }
+        }
         // Reuse the first spare that fits. The walk visits each spare once, so it terminates;
         // spares too small for this request stay where they are for later, smaller ones.
         let mut spare = current.and_then(Chunk::next);
@@ -207,11 +222,51 @@ impl RawArena {
             }
             spare = c.next();
         }
+        if let Some(e) = failure {
+            return Err(e);
+        }
         let c = self.take_chunk(layout, slack, src)?;
         if let Some(cur) = current {
             cur.insert_after(c);
         }
         self.enter_chunk(c, layout)
+    }
+
+    /// Whether a request overflowing `cur` should take a new chunk rather than a spare: `cur` is
+    /// the first chunk of the list (where every `reset` starts, with the largest chunk), no spare
+    /// is as large, and the chunk the request would take is larger than `cur`.
+    ///
+    /// This is what makes a reset loop converge to one chunk (DESIGN §3). After a reset the
+    /// spares are the smaller chunks the last cycle spilled into; reusing them, the loop would
+    /// spill into them again in every cycle. The new chunk is at least the sum of every regular
+    /// chunk so far, so the cycle after next fits in it. The number of such chunks is bounded:
+    /// each is larger than the largest chunk held, and regular chunks stop growing at their cap,
+    /// after which the spares serve. Under an allocation limit the spares come first. Inside a scope that spills from the first chunk, the chunk
+    /// taken is a spare at least as large the next time, so it is reused.
+    fn grows_past_first(&self, cur: Chunk, layout: Layout, slack: bool) -> bool {
+        if self.head.get() != Some(cur) {
+            return false;
+        }
+        let Some((size, _)) = chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
+        else {
+            return false;
+        };
+        // Under a limit, a spare is used before any more of the limit is.
+        let within_limit = self
+            .limit
+            .get()
+            .is_none_or(|limit| size <= limit.saturating_sub(self.held.get()));
+        if size <= cur.size() || !within_limit {
+            return false;
+        }
+        let mut spare = cur.next();
+        while let Some(c) = spare {
+            if c.size() >= cur.size() {
+                return false;
+            }
+            spare = c.next();
+        }
+        true
     }
 
     /// Takes a new chunk for `layout` from the backing allocator, honouring the limit. The chunk

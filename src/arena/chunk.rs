@@ -249,9 +249,12 @@ pub(crate) fn min_chunk_size(layout: Layout) -> Option<usize> {
     Some(own)
 }
 
-/// The nominal size of the next regular chunk for a growth state.
+/// The nominal size of the next regular chunk for a growth state (the sum of the regular chunks
+/// so far): the next power of two *above* it, so that each regular chunk is larger than all the
+/// earlier ones together until the cap (what lets a reset loop settle in one chunk).
 pub(crate) fn regular_nominal(growth: usize) -> usize {
     growth
+        .saturating_add(1)
         .clamp(FIRST_CHUNK_SIZE, MAX_CHUNK_SIZE)
         .next_power_of_two()
 }
