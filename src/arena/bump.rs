@@ -18,8 +18,8 @@ use core::ptr::{self, NonNull};
 use allocator_api2::alloc::AllocError;
 
 use super::chunk::{
-    CHUNK_ALIGN, Chunk, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity,
-    min_chunk_size,
+    CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
+    HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
 };
 use super::poison::{poison, unpoison};
 use crate::error::Failure;
@@ -84,6 +84,28 @@ pub(crate) fn address_space_ok(addr: usize, size: usize) -> bool {
         let _ = (addr, size);
         true
     }
+}
+
+/// Takes a block of `size` bytes from `src` and makes it a chunk (not linked, not counted): the
+/// part of taking a chunk that does not touch the arena.
+fn new_chunk<S: ChunkSource + ?Sized>(size: usize, src: &S) -> Result<Chunk, Failure> {
+    let block_layout =
+        Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
+    let block = src.allocate_chunk(block_layout)?;
+    if !address_space_ok(block.cast::<u8>().addr().get(), size) {
+        // SAFETY: the block came from `src` just now with `block_layout`, and is not used.
+        unsafe { src.deallocate_chunk(block.cast(), block_layout) };
+        return Err(Failure::OutOfMemory(block_layout));
+    }
+    // Use exactly the requested size (the allocator may return more): the limit stays exact and
+    // `size` is a valid length to give back.
+    let block = NonNull::slice_from_raw_parts(block.cast::<u8>(), size);
+    // SAFETY: the block is fresh from the backing allocator, aligned to CHUNK_ALIGN, writable for
+    // at least `size` bytes, and `size >= HEADER_SIZE` because every size we request includes the
+    // header.
+    let chunk = unsafe { Chunk::init(block) };
+    poison(chunk.start().as_ptr(), chunk.end().as_ptr());
+    Ok(chunk)
 }
 
 impl RawArena {
@@ -191,6 +213,23 @@ impl RawArena {
     ) -> Result<NonNull<u8>, Failure> {
         // Its two callers, `alloc` and `move_last`, answer empty layouts themselves.
         debug_assert!(layout.size() != 0);
+        // A small dispatcher, so that the first allocation of an arena does not pay for the
+        // general path's stack frame.
+        if self.chunk.get().is_none() && self.first_chunk_holds(layout) {
+            self.alloc_first(layout, src)
+        } else {
+            self.refill(layout, slack, src)
+        }
+    }
+
+    /// The general refill path of [`alloc_slow`](Self::alloc_slow).
+    #[inline(never)]
+    fn refill<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        slack: bool,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
         let current = self.chunk.get();
         // A new chunk first when the first chunk overflows and no spare is as large
         // ([`grows_past_first`](Self::grows_past_first)); should that fail, a spare may still
@@ -230,6 +269,39 @@ impl RawArena {
             cur.insert_after(c);
         }
         self.enter_chunk(c, layout)
+    }
+
+    /// Whether `layout` is a request an empty arena serves with its first regular chunk, with no
+    /// sizing to work out: no chunk was ever taken, no limit is set, and the layout fits a first
+    /// regular chunk from its start.
+    #[inline(always)]
+    fn first_chunk_holds(&self, layout: Layout) -> bool {
+        self.growth.get() == 0
+            && self.limit.get().is_none()
+            && layout.size() <= FIRST_CHUNK_ROOM
+            && layout.align() <= CHUNK_ALIGN
+    }
+
+    /// The first allocation of an empty arena (see [`first_chunk_holds`](Self::first_chunk_holds)):
+    /// takes the first regular chunk, the one the general path would size, and bumps `layout`.
+    #[inline(never)]
+    fn alloc_first<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
+        let c = new_chunk(FIRST_CHUNK_BLOCK, src)?;
+        // `take_block`'s bookkeeping, for an arena that held nothing (`growth == 0` means no
+        // chunk was ever taken, so `held`, `chunks`, `head` and `largest` are all empty).
+        self.held.set(FIRST_CHUNK_BLOCK);
+        self.chunks.set(1);
+        self.head.set(Some(c));
+        self.largest.set(Some(c));
+        self.growth.set(FIRST_CHUNK_SIZE);
+        self.set_current(c);
+        // The chunk's data starts CHUNK_ALIGN-aligned with FIRST_CHUNK_ROOM bytes, so this never
+        // fails; the error (rather than a panic) keeps the fallible API free of panicking paths.
+        self.bump(layout).ok_or(Failure::CapacityOverflow)
     }
 
     /// Whether a request overflowing `cur` should take a new chunk rather than a spare: `cur` is
@@ -304,22 +376,7 @@ impl RawArena {
         nominal: usize,
         src: &S,
     ) -> Result<Chunk, Failure> {
-        let block_layout =
-            Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
-        let block = src.allocate_chunk(block_layout)?;
-        if !address_space_ok(block.cast::<u8>().addr().get(), size) {
-            // SAFETY: the block came from `src` just now with `block_layout`, and is not used.
-            unsafe { src.deallocate_chunk(block.cast(), block_layout) };
-            return Err(Failure::OutOfMemory(block_layout));
-        }
-        // Use exactly the requested size (the allocator may return more): the limit stays exact
-        // and `size` is a valid length to give back.
-        let block = NonNull::slice_from_raw_parts(block.cast::<u8>(), size);
-        // SAFETY: the block is fresh from the backing allocator, aligned to CHUNK_ALIGN, writable
-        // for at least `size` bytes, and `size >= HEADER_SIZE` because every size we request
-        // includes the header.
-        let chunk = unsafe { Chunk::init(block) };
-        poison(chunk.start().as_ptr(), chunk.end().as_ptr());
+        let chunk = new_chunk(size, src)?;
         self.held.set(self.held.get() + size);
         self.chunks.set(self.chunks.get() + 1);
         if self.head.get().is_none() {

@@ -24,6 +24,11 @@ pub(crate) const FIRST_CHUNK_SIZE: usize = 512;
 /// Regular chunks stop growing at this size; larger requests get a chunk of their own.
 pub(crate) const MAX_CHUNK_SIZE: usize = 16 << 20;
 
+/// The block size of the first regular chunk, and what it can hold: any layout of at most
+/// [`FIRST_CHUNK_ROOM`] bytes aligned to at most [`CHUNK_ALIGN`] (its data starts that aligned).
+pub(crate) const FIRST_CHUNK_BLOCK: usize = FIRST_CHUNK_SIZE - MALLOC_OVERHEAD;
+pub(crate) const FIRST_CHUNK_ROOM: usize = FIRST_CHUNK_BLOCK - HEADER_SIZE;
+
 /// What a typical `malloc` keeps in front of a block: requesting a power of two minus this keeps
 /// the real block a power of two.
 const MALLOC_OVERHEAD: usize = 2 * size_of::<usize>();
@@ -274,6 +279,26 @@ pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_chunk_shortcut_takes_what_the_general_sizing_takes() {
+        for (size, align) in [
+            (1, 1),
+            (4, 4),
+            (FIRST_CHUNK_ROOM, 1),
+            (FIRST_CHUNK_ROOM, 16),
+        ] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            assert_eq!(
+                chunk_size_for(layout, 0, false),
+                Some((FIRST_CHUNK_BLOCK, FIRST_CHUNK_SIZE)),
+                "{layout:?}"
+            );
+        }
+        // One byte more no longer fits a first regular chunk.
+        let over = Layout::from_size_align(FIRST_CHUNK_ROOM + 1, 1).unwrap();
+        assert_ne!(chunk_size_for(over, 0, false).unwrap().0, FIRST_CHUNK_BLOCK);
+    }
 
     #[test]
     fn regular_chunks_at_least_sum_of_previous() {
