@@ -9,7 +9,7 @@ use core::fmt;
 use core::mem;
 use core::ptr::{self, NonNull};
 
-use super::bump::RawArena;
+use super::bump::{RawArena, dangling};
 use super::chunk::ChunkSource;
 use crate::error::Failure;
 
@@ -184,6 +184,62 @@ impl RawArena {
         }
         let layout = Layout::array::<T>(len).map_err(|_| Failure::CapacityOverflow)?;
         self.alloc(layout, src).map(NonNull::cast)
+    }
+
+    /// [`place_array`](Self::place_array) for the panicking API: a failure is raised in a cold
+    /// path, so the fast path returns a bare pointer (no `Result` through memory, no stack
+    /// frame).
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn place_array_or_raise<T, S: ChunkSource + ?Sized>(
+        &self,
+        len: usize,
+        src: &S,
+    ) -> NonNull<T> {
+        if size_of::<T>() == 0 {
+            return NonNull::dangling();
+        }
+        let Ok(layout) = Layout::array::<T>(len) else {
+            Failure::CapacityOverflow.raise()
+        };
+        // An empty array takes no room (DESIGN §3). With alignment 1 the bump itself moves
+        // nothing for it (no padding, no size), so the test is left out; the cold path answers it
+        // too.
+        if align_of::<T>() > 1 && layout.size() == 0 {
+            return dangling(layout.align()).cast();
+        }
+        match self.bump(layout) {
+            Some(p) => p.cast(),
+            None => self.alloc_or_raise_slow(layout, src).cast(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn alloc_or_raise_slow<S: ChunkSource + ?Sized>(&self, layout: Layout, src: &S) -> NonNull<u8> {
+        if layout.size() == 0 {
+            return dangling(layout.align());
+        }
+        match self.alloc_slow(layout, false, src) {
+            Ok(p) => p,
+            Err(e) => e.raise(),
+        }
+    }
+
+    /// [`slice_copy`](Self::slice_copy) for the panicking API (see
+    /// [`place_array_or_raise`](Self::place_array_or_raise)).
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn slice_copy_or_raise<T: Copy, S: ChunkSource + ?Sized>(
+        &self,
+        src: &S,
+        items: &[T],
+    ) -> NonNull<[T]> {
+        let dst = self.place_array_or_raise::<T, _>(items.len(), src);
+        // SAFETY: `dst` is a fresh block for `items.len()` values, so it cannot overlap `items`.
+        unsafe { ptr::copy_nonoverlapping(items.as_ptr(), dst.as_ptr(), items.len()) };
+        NonNull::slice_from_raw_parts(dst, items.len())
     }
 
     /// Allocates room for a `T`, then writes `f()` there; the room is released if `f` panics.
@@ -596,11 +652,9 @@ assert_eq!(s, &[9, 2, 3, 4, 5]);
 ```")]
             #[inline]
             pub fn alloc_slice_copy<T: Copy>(&self, items: &[T]) -> &$lt mut [T] {
-                match self.raw().slice_copy(self.src(), items) {
-                    // SAFETY: a fresh initialised block; see `out`.
-                    Ok(p) => unsafe { $crate::arena::typed::out(p) },
-                    Err(e) => e.raise(),
-                }
+                let p = self.raw().slice_copy_or_raise(self.src(), items);
+                // SAFETY: a fresh initialised block; see `out`.
+                unsafe { $crate::arena::typed::out(p) }
             }
 
             /// Like [`alloc_slice_copy`](Self::alloc_slice_copy), returning `Err` instead of
