@@ -288,7 +288,14 @@ impl<A: Allocator> Pool<A> {
     /// Whether `layout` is served from a slot (routing depends on the layout only).
     #[inline(always)]
     fn pooled(&self, layout: Layout) -> bool {
-        layout.size() != 0 && layout.size() <= self.slot && layout.align() <= self.align
+        layout.size() != 0 && layout.size() <= self.slot && self.fits_align(layout)
+    }
+
+    /// Whether a slot is aligned enough for `layout`. Slots are at least pointer-aligned, so an
+    /// alignment known at compile time to be at most that needs no load.
+    #[inline(always)]
+    fn fits_align(&self, layout: Layout) -> bool {
+        layout.align() <= align_of::<usize>() || layout.align() <= self.align
     }
 
     #[inline]
@@ -419,8 +426,8 @@ impl<A: Allocator> Pool<A> {
         let slot = if whole {
             p
         } else {
-            match self.map.get(p.addr().get()) {
-                Some(base) => base.with_addr(p.addr()),
+            match self.rederive(p) {
+                Some(slot) => slot,
                 None => return, // not ours: only a broken contract gets here, nothing is touched
             }
         };
@@ -429,6 +436,15 @@ impl<A: Allocator> Pool<A> {
         // registered for its address), and slots are pointer-sized and -aligned.
         unsafe { self.free.push(slot) };
         self.in_use.set(self.in_use.get() - 1);
+    }
+
+    /// The pool's own pointer to the slot at `p`'s address, with its slab's provenance; `None`
+    /// when no slab of the pool holds that address. Out of line: it keeps the whole-slot free
+    /// path small enough to be inlined into its callers.
+    #[inline(never)]
+    fn rederive(&self, p: NonNull<u8>) -> Option<NonNull<u8>> {
+        let base = self.map.get(p.addr().get())?;
+        Some(base.with_addr(p.addr()))
     }
 
     // ----- the Allocator rules -----
@@ -451,7 +467,7 @@ impl<A: Allocator> Pool<A> {
     /// The `Allocator::deallocate` contract.
     #[inline]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
-        if layout.size() == self.slot && layout.align() <= self.align {
+        if layout.size() == self.slot && self.fits_align(layout) {
             // SAFETY: a pooled layout (the slot size is never 0) means `p` came from a slot
             // (routing is by layout); the `Allocator::deallocate` contract makes `p` valid for
             // `layout.size()` bytes, here the whole slot.
