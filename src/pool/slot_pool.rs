@@ -32,6 +32,10 @@ const GRANULE_SHIFT: u32 = 12;
 ///   written until its slots are used.
 /// - `Box<T, &Pool>` is the owning handle; `Vec` and `hashbrown::HashMap` work too.
 /// - Debug builds detect a double free and a pointer that is not the pool's, and panic saying so.
+/// - `deallocate` relies on its pointer being valid for the layout's size, as `Global` does
+///   (Miri's Stacked Borrows checks it there): with a layout of the slot's size, that pointer
+///   itself goes back on the free list. With a smaller layout the pool re-derives the slot's
+///   pointer from its slab's, so a pointer narrowed to the value's bytes is fine.
 ///
 /// `Pool` is `Send` when `A` is, never `Sync` (its state is in `Cell`s: share it across threads
 /// with `SyncPool`), and not `Clone`: a clone would have to free the original's blocks, so share
