@@ -1562,6 +1562,45 @@ fn pool_reset_frees_every_slot_and_keeps_the_slabs() {
     assert_eq!(counting.live.get(), 0);
 }
 
+/// A slot given back through a pointer narrowed to its layout's bytes (what a `&mut u32` in an
+/// 8-byte slot leaves a caller with) is handed out again as a whole slot, which the next user may
+/// write in full: with a layout smaller than the slot the pool re-derives the slot's pointer
+/// (under Miri, writing the whole slot through the narrowed pointer would be undefined
+/// behaviour), with a whole-slot layout the caller's pointer covers the slot already.
+#[test]
+fn pool_reuses_slots_freed_through_narrowed_pointers() {
+    let pool = Pool::for_type::<u64>();
+    let whole = Layout::new::<u64>();
+    for freed in [Layout::new::<u32>(), layout(1, 1), whole] {
+        let block = pool.allocate(freed).unwrap();
+        assert_eq!(block.len(), 8);
+        let p = block.cast::<u8>();
+        // SAFETY: the block is live and 8 bytes long; the reference covers its first
+        // `freed.size()` bytes, which are initialised first, and the pointer given back is
+        // derived from it, so it is valid for exactly `freed.size()` bytes.
+        let narrowed = unsafe {
+            p.write_bytes(1, freed.size());
+            let r = std::slice::from_raw_parts_mut(p.as_ptr(), freed.size());
+            NonNull::from(r).cast::<u8>()
+        };
+        // SAFETY: live, from `pool`, with the layout it was allocated with.
+        unsafe { pool.deallocate(narrowed, freed) };
+        let again = pool.allocate(whole).unwrap().cast::<u64>();
+        assert_eq!(
+            again.cast::<u8>(),
+            p,
+            "the freed slot is the next one handed out"
+        );
+        // SAFETY: a live block of 8 bytes, aligned for `u64`.
+        unsafe {
+            again.write(u64::MAX);
+            assert_eq!(again.read(), u64::MAX);
+            pool.deallocate(again.cast(), whole);
+        }
+    }
+    assert_eq!(pool.in_use(), 0);
+}
+
 // ----- debug-build detection -----
 
 #[cfg(debug_assertions)]

@@ -2,10 +2,12 @@
 //! the slab or page holding it.
 //!
 //! Why: a pointer a caller passes to `deallocate` may carry a narrower provenance than the pool's
-//! (allocator-api2's `Box` retags its pointer to the value's bytes), so the pool must not use it
-//! to reach its metadata, nor keep it on a free list (the next user may need the whole slot).
-//! The map gives back the pool's own pointer for the address; `with_addr` then re-derives the
-//! block's pointer with the slab's provenance (strict provenance, miri-clean).
+//! (a pointer derived from a `&mut u32` covers 4 bytes only), so the pool must not use it to
+//! reach its metadata, nor keep it on a free list when its layout is smaller than the block (the
+//! next user may need the whole slot). The map gives back the pool's own pointer for the
+//! address; `with_addr` then re-derives the block's pointer with the slab's provenance (strict
+//! provenance, miri-clean). A `Pool` skips the map when the layout is the whole slot: the
+//! caller's pointer is then valid for the whole slot already.
 //!
 //! It is an open-addressing hash table (linear probing, backward-shift deletion) keyed by
 //! `address >> shift` ("granules" of `1 << shift` bytes, each owned by at most one slab or page,

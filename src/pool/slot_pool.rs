@@ -32,6 +32,10 @@ const GRANULE_SHIFT: u32 = 12;
 ///   written until its slots are used.
 /// - `Box<T, &Pool>` is the owning handle; `Vec` and `hashbrown::HashMap` work too.
 /// - Debug builds detect a double free and a pointer that is not the pool's, and panic saying so.
+/// - `deallocate` relies on its pointer being valid for the layout's size, as `Global` does
+///   (Miri's Stacked Borrows checks it there): with a layout of the slot's size, that pointer
+///   itself goes back on the free list. With a smaller layout the pool re-derives the slot's
+///   pointer from its slab's, so a pointer narrowed to the value's bytes is fine.
 ///
 /// `Pool` is `Send` when `A` is, never `Sync` (its state is in `Cell`s: share it across threads
 /// with `SyncPool`), and not `Clone`: a clone would have to free the original's blocks, so share
@@ -288,7 +292,14 @@ impl<A: Allocator> Pool<A> {
     /// Whether `layout` is served from a slot (routing depends on the layout only).
     #[inline(always)]
     fn pooled(&self, layout: Layout) -> bool {
-        layout.size() != 0 && layout.size() <= self.slot && layout.align() <= self.align
+        layout.size() != 0 && layout.size() <= self.slot && self.fits_align(layout)
+    }
+
+    /// Whether a slot is aligned enough for `layout`. Slots are at least pointer-aligned, so an
+    /// alignment known at compile time to be at most that needs no load.
+    #[inline(always)]
+    fn fits_align(&self, layout: Layout) -> bool {
+        layout.align() <= align_of::<usize>() || layout.align() <= self.align
     }
 
     #[inline]
@@ -395,10 +406,20 @@ impl<A: Allocator> Pool<A> {
         Ok(())
     }
 
+    /// Puts slot `p` back on the free list. With `whole`, `p` itself goes on the list; without,
+    /// its pointer is re-derived from the slab's own (found in the address map).
+    ///
+    /// Why `whole` may skip the map: the caller's pointer may carry a narrower provenance than
+    /// the slot (a `Box<u32>` in a slot of 8 bytes), and the list hands it to the next user as a
+    /// whole slot. But a pointer given to `deallocate` must be valid for its layout's size (the
+    /// rule `Global`'s deallocation holds callers to as well), so when that size is the slot
+    /// size, the caller's pointer already covers the whole slot.
+    ///
     /// # Safety
-    /// `p` is a slot of this pool currently in use.
-    #[inline]
-    unsafe fn give_back(&self, p: NonNull<u8>) {
+    /// `p` is a slot of this pool currently in use; with `whole`, `p` is valid for reads and
+    /// writes of the whole slot.
+    #[inline(always)]
+    unsafe fn give_back(&self, p: NonNull<u8>, whole: bool) {
         #[cfg(debug_assertions)]
         {
             let (slab, i) = self.owner(p);
@@ -406,15 +427,28 @@ impl<A: Allocator> Pool<A> {
                 panic!("arena-pool: Pool::deallocate: double free of {p:p}");
             }
         }
-        // The caller's pointer may carry a narrower provenance than the slot (a `Box<u32>` in a
-        // slot of 8 bytes): re-derive it from the slab's own pointer.
-        let Some(base) = self.map.get(p.addr().get()) else {
-            return; // not ours: only a broken contract gets here, and nothing is touched
+        let slot = if whole {
+            p
+        } else {
+            match self.rederive(p) {
+                Some(slot) => slot,
+                None => return, // not ours: only a broken contract gets here, nothing is touched
+            }
         };
-        // SAFETY: the slot is ours (in the slab registered for its address), no longer in use,
-        // and slots are pointer-sized and -aligned.
-        unsafe { self.free.push(base.with_addr(p.addr())) };
+        // SAFETY: the slot is ours and no longer in use; `slot` is valid for the whole slot
+        // (the caller's pointer by `whole`'s contract, or one re-derived from the slab
+        // registered for its address), and slots are pointer-sized and -aligned.
+        unsafe { self.free.push(slot) };
         self.in_use.set(self.in_use.get() - 1);
+    }
+
+    /// The pool's own pointer to the slot at `p`'s address, with its slab's provenance; `None`
+    /// when no slab of the pool holds that address. Out of line: it keeps the whole-slot free
+    /// path small enough to be inlined into its callers.
+    #[inline(never)]
+    fn rederive(&self, p: NonNull<u8>) -> Option<NonNull<u8>> {
+        let base = self.map.get(p.addr().get())?;
+        Some(base.with_addr(p.addr()))
     }
 
     // ----- the Allocator rules -----
@@ -437,9 +471,14 @@ impl<A: Allocator> Pool<A> {
     /// The `Allocator::deallocate` contract.
     #[inline]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
-        if self.pooled(layout) {
+        if layout.size() == self.slot && self.fits_align(layout) {
+            // SAFETY: a pooled layout (the slot size is never 0) means `p` came from a slot
+            // (routing is by layout); the `Allocator::deallocate` contract makes `p` valid for
+            // `layout.size()` bytes, here the whole slot.
+            unsafe { self.give_back(p, true) }
+        } else if self.pooled(layout) {
             // SAFETY: a pooled layout means `p` came from a slot (routing is by layout).
-            unsafe { self.give_back(p) }
+            unsafe { self.give_back(p, false) }
         } else if layout.size() != 0 {
             self.fallback_blocks.set(self.fallback_blocks.get() - 1);
             // SAFETY: a non-pooled, non-empty layout means `p` came from `self.alloc`.
