@@ -164,7 +164,10 @@ impl<A: Allocator> Arena<A> {
     }
 
     /// Forgets every allocation and keeps every chunk for reuse, the largest first, so a steady
-    /// loop of "allocate, reset" stops calling the backing allocator after its first cycles.
+    /// loop of "allocate, reset" stops calling the backing allocator after its first two cycles.
+    /// A cycle that overflows the largest chunk takes one larger chunk (once, rather than
+    /// spilling into the smaller ones every cycle), so the loop settles in one chunk; `trim`
+    /// returns the chunks it no longer uses.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();
