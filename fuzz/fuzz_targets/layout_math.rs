@@ -80,8 +80,9 @@ fn min_chunk_model(size: u128, align: u128) -> Option<u128> {
     (own <= USIZE_MAX && valid(own, f::CHUNK_ALIGN as u128)).then_some(own)
 }
 
+/// The next power of two above the sum of the regular chunks so far, within the bounds.
 fn regular_nominal_model(growth: u128) -> u128 {
-    next_pow2(growth.clamp(f::FIRST_CHUNK_SIZE as u128, f::MAX_CHUNK_SIZE as u128))
+    next_pow2((growth + 1).clamp(f::FIRST_CHUNK_SIZE as u128, f::MAX_CHUNK_SIZE as u128))
 }
 
 fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Option<(u128, u128)> {
@@ -178,6 +179,10 @@ fn check_chunks(input: &Input) {
     assert!(
         nominal >= g.min(f::MAX_CHUNK_SIZE as u128),
         "chunks grow with the sum taken"
+    );
+    assert!(
+        nominal > g || nominal == f::MAX_CHUNK_SIZE as u128,
+        "below the cap, a regular chunk is larger than all earlier ones together"
     );
 
     let got = widen(f::chunk_size_for(layout, growth, input.slack));
