@@ -434,11 +434,18 @@ impl RawArena {
 
     // ----- the Allocator rules -----
 
-    /// Whether `[p, p + size)` is the last block of the current scope: it ends at `ptr` (no
-    /// block of an enclosing scope does, see the module invariants).
+    /// The start of `[p, p + size)` when it is the last block of the current scope (it ends at
+    /// `ptr`; no block of an enclosing scope does, see the module invariants), re-derived from
+    /// our own position: the caller's `p` may carry a narrower provenance than the chunk.
     #[inline(always)]
-    fn is_last(&self, p: NonNull<u8>, size: usize) -> bool {
-        p.addr().get().wrapping_add(size) == self.ptr.get().addr().get()
+    fn last_start(&self, p: NonNull<u8>, size: usize) -> Option<NonNull<u8>> {
+        let ptr = self.ptr.get();
+        if p.addr().get().wrapping_add(size) != ptr.addr().get() {
+            return None;
+        }
+        // SAFETY: `p + size == ptr` and `p` lies in the current chunk, so stepping back `size`
+        // bytes from our own pointer stays in bounds (and keeps the chunk's provenance).
+        Some(unsafe { ptr.sub(size) })
     }
 
     /// `Allocator::allocate`.
@@ -477,10 +484,8 @@ impl RawArena {
         // A freed block is never touched again (a rolled-back one is handed out anew by a later
         // bump, which unpoisons it).
         poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size()));
-        if self.is_last(p, layout.size()) {
-            // SAFETY: `p + size == ptr` and `p` lies in the current chunk, so stepping back `size`
-            // bytes from our own pointer stays in bounds (and keeps the chunk's provenance).
-            self.ptr.set(unsafe { self.ptr.get().sub(layout.size()) });
+        if let Some(start) = self.last_start(p, layout.size()) {
+            self.ptr.set(start);
         }
     }
 
@@ -501,10 +506,7 @@ impl RawArena {
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         debug_assert!(new.size() >= old.size());
-        if self.is_last(p, old.size()) {
-            // SAFETY: `p + old.size() == ptr` inside the current chunk, so stepping back
-            // `old.size()` bytes from our own pointer stays in bounds (and keeps its provenance).
-            let start = unsafe { self.ptr.get().sub(old.size()) };
+        if let Some(start) = self.last_start(p, old.size()) {
             let room = self.end.get().addr().get() - start.addr().get();
             if start.addr().get() & (new.align() - 1) == 0 && new.size() <= room {
                 // SAFETY: `new.size() <= end - start`.
@@ -540,9 +542,7 @@ impl RawArena {
         zeroed: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
-        let q = if self.is_last(p, old.size()) {
-            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `grow`).
-            let start = unsafe { self.ptr.get().sub(old.size()) };
+        let q = if let Some(start) = self.last_start(p, old.size()) {
             // SAFETY: `[start, ptr)` is the last block and holds `old.size()` live bytes.
             unsafe { self.move_last(start, new, old.size(), src) }?
         } else {
@@ -581,12 +581,10 @@ impl RawArena {
             // SAFETY: forwarded from the caller.
             return unsafe { self.shrink_elsewhere(p, old, new, src) };
         }
-        if !self.is_last(p, old.size()) {
+        let Some(start) = self.last_start(p, old.size()) else {
             // The caller may keep using the whole block.
             return Ok(NonNull::slice_from_raw_parts(p, old.size()));
-        }
-        // SAFETY: `p + old.size() == ptr` inside the current chunk (see `grow`).
-        let start = unsafe { self.ptr.get().sub(old.size()) };
+        };
         // SAFETY: `new.size() <= old.size()`, so this stays inside the old block.
         let new_end = unsafe { start.add(new.size()) };
         poison(new_end.as_ptr(), self.ptr.get().as_ptr());
@@ -608,9 +606,7 @@ impl RawArena {
         new: Layout,
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let q = if self.is_last(p, old.size()) {
-            // SAFETY: `p + old.size() == ptr` inside the current chunk (see `grow`).
-            let start = unsafe { self.ptr.get().sub(old.size()) };
+        let q = if let Some(start) = self.last_start(p, old.size()) {
             // SAFETY: `[start, ptr)` is the last block; its first `new.size()` bytes are kept.
             unsafe { self.move_last(start, new, new.size(), src) }.map_err(|_| AllocError)?
         } else {

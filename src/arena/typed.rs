@@ -203,8 +203,8 @@ impl RawArena {
             Failure::CapacityOverflow.raise()
         };
         // An empty array takes no room (DESIGN §3). With alignment 1 the bump itself moves
-        // nothing for it (no padding, no size), so the test is left out; the cold path answers it
-        // too.
+        // nothing for it and never fails (no padding, no size, and `ptr <= end`), so the test is
+        // left out.
         if align_of::<T>() > 1 && layout.size() == 0 {
             return dangling(layout.align()).cast();
         }
@@ -218,9 +218,7 @@ impl RawArena {
     #[inline(never)]
     #[track_caller]
     fn alloc_or_raise_slow<S: ChunkSource + ?Sized>(&self, layout: Layout, src: &S) -> NonNull<u8> {
-        if layout.size() == 0 {
-            return dangling(layout.align());
-        }
+        // Never empty: `place_array_or_raise` answers the empty arrays the bump could fail.
         match self.alloc_slow(layout, false, src) {
             Ok(p) => p,
             Err(e) => e.raise(),
@@ -237,9 +235,8 @@ impl RawArena {
         items: &[T],
     ) -> NonNull<[T]> {
         let dst = self.place_array_or_raise::<T, _>(items.len(), src);
-        // SAFETY: `dst` is a fresh block for `items.len()` values, so it cannot overlap `items`.
-        unsafe { ptr::copy_nonoverlapping(items.as_ptr(), dst.as_ptr(), items.len()) };
-        NonNull::slice_from_raw_parts(dst, items.len())
+        // SAFETY: `dst` is a fresh block for `items.len()` values.
+        unsafe { copy_into(dst, items) }
     }
 
     /// Allocates room for a `T`, then writes `f()` there; the room is released if `f` panics.
@@ -415,9 +412,8 @@ impl RawArena {
         items: &[T],
     ) -> Result<NonNull<[T]>, Failure> {
         let dst = self.place_array::<T, _>(items.len(), src)?;
-        // SAFETY: `dst` is a fresh block for `items.len()` values, so it cannot overlap `items`.
-        unsafe { ptr::copy_nonoverlapping(items.as_ptr(), dst.as_ptr(), items.len()) };
-        Ok(NonNull::slice_from_raw_parts(dst, items.len()))
+        // SAFETY: `dst` is a fresh block for `items.len()` values.
+        Ok(unsafe { copy_into(dst, items) })
     }
 
     /// An array of `N` values made by `f`.
@@ -475,6 +471,18 @@ impl RawArena {
 fn str_ptr(p: NonNull<[u8]>) -> NonNull<str> {
     // `str` and `[u8]` have the same layout and metadata.
     NonNull::new(p.as_ptr() as *mut str).unwrap_or_else(|| unreachable!())
+}
+
+/// Copies `items` to `dst` and returns the slice there.
+///
+/// # Safety
+/// `dst` is a fresh block of the arena with room for `items.len()` values of `T` (so it cannot
+/// overlap `items`, which the caller borrows).
+#[inline(always)]
+unsafe fn copy_into<T: Copy>(dst: NonNull<T>, items: &[T]) -> NonNull<[T]> {
+    // SAFETY: `dst` is writable for `items.len()` values and does not overlap `items` (above).
+    unsafe { ptr::copy_nonoverlapping(items.as_ptr(), dst.as_ptr(), items.len()) };
+    NonNull::slice_from_raw_parts(dst, items.len())
 }
 
 /// Hands out a reference to an arena block for the arena's lifetime.
