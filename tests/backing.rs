@@ -258,6 +258,49 @@ fn reset_keeps_the_largest_chunk_current() {
     assert_eq!(arena.chunk_capacity(), largest - header);
 }
 
+#[test]
+fn reset_from_a_chunk_in_the_middle_reuses_every_other_chunk() {
+    // A small chunk, then a big one of its own size (the largest), then small ones again: after
+    // `reset` the cycle starts in the big chunk, which has chunks both before and after it.
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
+    let mut blocks = vec![block(&arena, 16, 8, 1)];
+    let big = 100 * 1024;
+    blocks.push(block(&arena, big, 16, 2));
+    for i in 0..200 {
+        blocks.push(block(&arena, 16, 8, i as u8));
+    }
+    assert!(intact(&blocks));
+    let chunks = arena.stats().chunks;
+    assert!(chunks >= 3, "{chunks}");
+    let held = arena.allocated_bytes();
+    arena.reset();
+    assert!(arena.chunk_capacity() >= big);
+    // 16-byte blocks until the arena needs a new chunk: by then every chunk held was filled, the
+    // ones before the big chunk included (each wastes less than a block at its end).
+    let allocs = backing.allocs();
+    let mut again = std::vec::Vec::new();
+    while backing.allocs() == allocs {
+        again.push(block(&arena, 16, 8, again.len() as u8));
+    }
+    let filled = (again.len() - 1) * 16;
+    assert!(
+        filled + 16 * chunks >= held,
+        "{filled} bytes before a new chunk, {held} held in {chunks} chunks"
+    );
+    assert!(intact(&again));
+    assert_eq!(backing.deallocs(), 0);
+    // `trim` after another reset keeps only the big chunk; dropping frees everything.
+    arena.reset();
+    arena.trim();
+    assert_eq!(arena.stats().chunks, 1);
+    assert!(arena.chunk_capacity() >= big);
+    assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+    drop(arena);
+    assert_eq!(backing.live(), 0);
+    assert_eq!(backing.allocs(), backing.deallocs());
+}
+
 // ----- allocation limit -----
 
 #[test]

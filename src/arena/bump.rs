@@ -8,8 +8,9 @@
 //!   steps the position past the parent's last block (see [`RawArena::enter_scope`]), and the
 //!   child's blocks all start after it. So "ends at `ptr`" alone identifies the current scope's
 //!   last block, and a parent's block is never moved, grown in place or rolled back by a child.
-//! - The chunk list is `[used chunks …, current, spares …]`; `used_before` is the number of bytes
-//!   used in the chunks before the current one, recorded when each was left.
+//! - The chunks form a ring which, read from `head`, is `[used chunks …, current, spares …]`;
+//!   `used_before` is the number of bytes used in the chunks before the current one, recorded when
+//!   each was left. `reset` only moves `head` (to the largest chunk): no relinking.
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -19,7 +20,7 @@ use allocator_api2::alloc::AllocError;
 
 use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
-    HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
+    HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, chunks_until, min_chunk_size,
 };
 use super::poison::{poison, unpoison};
 use crate::error::Failure;
@@ -34,7 +35,7 @@ pub(crate) struct RawArena {
     end: Cell<NonNull<u8>>,
     /// The current chunk, `None` until the first chunk is taken.
     chunk: Cell<Option<Chunk>>,
-    /// The first chunk of the list (`None` exactly when no chunk is held).
+    /// The first chunk of the ring, where `reset` starts (`None` exactly when no chunk is held).
     head: Cell<Option<Chunk>>,
     /// The largest chunk held (what `reset` starts from).
     largest: Cell<Option<Chunk>>,
@@ -106,6 +107,15 @@ fn new_chunk<S: ChunkSource + ?Sized>(size: usize, src: &S) -> Result<Chunk, Fai
     let chunk = unsafe { Chunk::init(block) };
     poison(chunk.start().as_ptr(), chunk.end().as_ptr());
     Ok(chunk)
+}
+
+/// Poisons the usable bytes of `chunks` (ASan builds only; nothing to do, and no walk, otherwise).
+fn poison_chunks(chunks: impl Iterator<Item = Chunk>) {
+    if cfg!(arena_pool_asan) {
+        for x in chunks {
+            poison(x.start().as_ptr(), x.end().as_ptr());
+        }
+    }
 }
 
 impl RawArena {
@@ -248,18 +258,14 @@ impl RawArena {
         }
         // Reuse the first spare that fits. The walk visits each spare once, so it terminates;
         // spares too small for this request stay where they are for later, smaller ones.
-        let mut spare = current.and_then(Chunk::next);
-        while let Some(c) = spare {
-            if c.fits(layout) {
-                if let Some(cur) = current {
-                    if cur.next() != Some(c) {
-                        c.unlink();
-                        cur.insert_after(c);
-                    }
+        if let Some(cur) = current {
+            if let Some(c) = self.spares(cur).find(|c| c.fits(layout)) {
+                if cur.next() != c {
+                    c.unlink();
+                    cur.insert_after(c);
                 }
                 return self.enter_chunk(c, layout);
             }
-            spare = c.next();
         }
         if let Some(e) = failure {
             return Err(e);
@@ -331,14 +337,13 @@ impl RawArena {
         if size <= cur.size() || !within_limit {
             return false;
         }
-        let mut spare = cur.next();
-        while let Some(c) = spare {
-            if c.size() >= cur.size() {
-                return false;
-            }
-            spare = c.next();
-        }
-        true
+        self.spares(cur).all(|c| c.size() < cur.size())
+    }
+
+    /// The spare chunks after `cur`, the current chunk: the ring from `cur`'s successor up to
+    /// `head`.
+    fn spares(&self, cur: Chunk) -> impl Iterator<Item = Chunk> {
+        chunks_until(cur.next(), self.head.get().unwrap_or(cur))
     }
 
     /// Takes a new chunk for `layout` from the backing allocator, honouring the limit. The chunk
@@ -710,51 +715,42 @@ impl RawArena {
     pub(crate) unsafe fn restore(&self, cp: RawCheckpoint) {
         // Everything after `cp` is free again: the rest of its chunk and every later chunk.
         let Some(c) = cp.chunk else {
-            self.poison_chunks_from(self.head.get());
             // Taken before the first chunk: "nothing used" is the start of the first chunk, if
-            // one was taken since (it must stay reachable, as a spare list after it).
+            // one was taken since (the others follow it in the ring, as spares).
             if let Some(head) = self.head.get() {
+                self.poison_ring(head);
                 self.used_before.set(0);
                 self.set_current(head);
             }
             return;
         };
         poison(cp.ptr.as_ptr(), cp.end.as_ptr());
-        self.poison_chunks_from(c.next());
+        poison_chunks(self.spares(c));
         self.chunk.set(cp.chunk);
         self.ptr.set(cp.ptr);
         self.end.set(cp.end);
         self.used_before.set(cp.used_before);
     }
 
-    /// Forgets every block; keeps every chunk, the largest first.
+    /// Forgets every block; keeps every chunk, the largest first. The chunks form a ring, so
+    /// making the largest first is one store: no relinking.
     ///
     /// # Safety
     /// No block of this arena is used again.
+    #[inline]
     pub(crate) unsafe fn reset(&self) {
-        let (Some(head), Some(largest)) = (self.head.get(), self.largest.get()) else {
+        let Some(largest) = self.largest.get() else {
             return;
         };
-        if largest != head {
-            largest.unlink();
-            head.insert_before(largest);
-            self.head.set(Some(largest));
-        }
+        self.head.set(Some(largest));
         self.used_before.set(0);
         self.set_current(largest);
-        self.poison_chunks_from(Some(largest));
+        self.poison_ring(largest);
     }
 
-    /// Poisons the usable bytes of `first` and every chunk after it (ASan builds only; nothing
-    /// to do, and no walk, otherwise).
-    fn poison_chunks_from(&self, first: Option<Chunk>) {
-        if cfg!(arena_pool_asan) {
-            let mut c = first;
-            while let Some(x) = c {
-                poison(x.start().as_ptr(), x.end().as_ptr());
-                c = x.next();
-            }
-        }
+    /// Poisons the usable bytes of every chunk in the ring of `first` (ASan builds only).
+    fn poison_ring(&self, first: Chunk) {
+        poison_chunks(core::iter::once(first).chain(chunks_until(first.next(), first)));
     }
 
     /// Returns every spare chunk (after the current one) to the backing allocator.
@@ -762,25 +758,23 @@ impl RawArena {
     /// # Safety
     /// `src` is the source the chunks came from, and no checkpoint into a spare is restored later.
     pub(crate) unsafe fn trim<S: ChunkSource + ?Sized>(&self, src: &S) {
-        let Some(cur) = self.chunk.get() else { return };
-        let mut spare = cur.next();
-        while let Some(c) = spare {
-            spare = c.next();
+        let (Some(cur), Some(head)) = (self.chunk.get(), self.head.get()) else {
+            return;
+        };
+        for c in self.spares(cur) {
             c.unlink();
             // SAFETY: a spare holds no live block, and the caller vouches for `src`.
             unsafe { self.release(c, src) };
         }
-        // The largest chunk may have been a spare: find it again among those kept (the head is
-        // never a spare, as it is at or before the current chunk).
-        let mut largest = self.head.get();
-        let mut c = largest.and_then(Chunk::next);
-        while let Some(x) = c {
-            if largest.is_none_or(|l| x.size() > l.size()) {
-                largest = Some(x);
+        // The largest chunk may have been a spare: find it again among those kept (now the whole
+        // ring: the head, which is never a spare, up to the current chunk).
+        let mut largest = head;
+        for x in chunks_until(head.next(), head) {
+            if x.size() > largest.size() {
+                largest = x;
             }
-            c = x.next();
         }
-        self.largest.set(largest);
+        self.largest.set(Some(largest));
     }
 
     /// Returns every chunk to the backing allocator (for `Drop`).
@@ -790,12 +784,13 @@ impl RawArena {
     pub(crate) unsafe fn release_all<S: ChunkSource + ?Sized>(&self, src: &S) {
         self.chunk.set(None);
         self.largest.set(None);
-        let mut c = self.head.take();
-        while let Some(x) = c {
-            c = x.next();
+        let Some(head) = self.head.take() else { return };
+        for x in chunks_until(head.next(), head) {
             // SAFETY: the caller guarantees no block is used again.
             unsafe { self.release(x, src) };
         }
+        // SAFETY: as above; `head` is released last, as the walk stopped on it.
+        unsafe { self.release(head, src) };
     }
 
     /// # Safety

@@ -2,9 +2,11 @@
 //! policy that decides how big the next one is.
 //!
 //! A chunk is one block from the backing allocator, aligned to [`CHUNK_ALIGN`], that starts with a
-//! [`ChunkHeader`]; the bytes after the header are bumped upward. Chunks form a doubly linked list
-//! whose order is the order of use: chunks before the current one hold live data, chunks after it
-//! are spares kept for reuse (after `reset`, a scope exit, or a skipped too-small spare).
+//! [`ChunkHeader`]; the bytes after the header are bumped upward. Chunks form a doubly linked ring
+//! whose order, from the arena's first chunk, is the order of use: chunks from the first to the
+//! current one hold live data, chunks after it (up to the first again) are spares kept for reuse
+//! (after `reset`, a scope exit, or a skipped too-small spare). Being a ring, the list starts
+//! wherever the arena says: `reset` makes the largest chunk first without relinking anything.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -36,10 +38,10 @@ const MALLOC_OVERHEAD: usize = 2 * size_of::<usize>();
 /// The header at the start of every chunk.
 #[repr(C, align(16))]
 pub(crate) struct ChunkHeader {
-    /// The chunk used before this one.
-    pub(crate) prev: Option<NonNull<ChunkHeader>>,
-    /// The chunk used after this one (a spare while this one is current).
-    pub(crate) next: Option<NonNull<ChunkHeader>>,
+    /// The chunk before this one in the ring (itself when it is alone).
+    pub(crate) prev: NonNull<ChunkHeader>,
+    /// The chunk after this one in the ring (itself when it is alone).
+    pub(crate) next: NonNull<ChunkHeader>,
     /// Total bytes of the block, header included, as returned by the backing allocator.
     pub(crate) size: usize,
 }
@@ -68,7 +70,7 @@ pub(crate) trait ChunkSource {
 pub(crate) struct Chunk(pub(crate) NonNull<ChunkHeader>);
 
 impl Chunk {
-    /// Writes a fresh header at the start of `block` and returns the chunk.
+    /// Writes a fresh header at the start of `block` and returns the chunk, a ring of one.
     ///
     /// # Safety
     /// `block` is valid for writes of its whole length, aligned to [`CHUNK_ALIGN`], at least
@@ -79,34 +81,34 @@ impl Chunk {
         // enough to hold it.
         unsafe {
             header.write(ChunkHeader {
-                prev: None,
-                next: None,
+                prev: header,
+                next: header,
                 size: block.len(),
             })
         };
         Chunk(header)
     }
 
-    fn get_prev(self) -> Option<NonNull<ChunkHeader>> {
+    fn get_prev(self) -> NonNull<ChunkHeader> {
         // SAFETY: a `Chunk` only exists for a header written by `init` whose block the arena still
         // owns; this reads one field through the raw pointer without forming a reference.
         unsafe { (*self.0.as_ptr()).prev }
     }
 
-    fn get_next(self) -> Option<NonNull<ChunkHeader>> {
+    fn get_next(self) -> NonNull<ChunkHeader> {
         // SAFETY: as in `get_prev`.
         unsafe { (*self.0.as_ptr()).next }
     }
 
-    fn set_prev(self, prev: Option<Chunk>) {
+    fn set_prev(self, prev: Chunk) {
         // SAFETY: as in `get_prev`; the arena is `!Sync` and is the block's only user, so this
         // write races with nothing.
-        unsafe { (*self.0.as_ptr()).prev = prev.map(|c| c.0) }
+        unsafe { (*self.0.as_ptr()).prev = prev.0 }
     }
 
-    fn set_next(self, next: Option<Chunk>) {
+    fn set_next(self, next: Chunk) {
         // SAFETY: as in `set_prev`.
-        unsafe { (*self.0.as_ptr()).next = next.map(|c| c.0) }
+        unsafe { (*self.0.as_ptr()).next = next.0 }
     }
 
     /// The first usable byte, with the provenance of the whole block.
@@ -135,12 +137,9 @@ impl Chunk {
         unsafe { (*self.0.as_ptr()).size }
     }
 
-    pub(crate) fn prev(self) -> Option<Chunk> {
-        self.get_prev().map(Chunk)
-    }
-
-    pub(crate) fn next(self) -> Option<Chunk> {
-        self.get_next().map(Chunk)
+    /// The chunk after this one in the ring (itself when it is alone).
+    pub(crate) fn next(self) -> Chunk {
+        Chunk(self.get_next())
     }
 
     /// The layout the block was taken with (its returned length, which the contract allows).
@@ -157,40 +156,36 @@ impl Chunk {
         pad + layout.size() <= self.capacity()
     }
 
-    /// Removes this chunk from the list it is in, joining its neighbours.
+    /// Takes this chunk out of its ring, joining its neighbours; it is left a ring of one.
     pub(crate) fn unlink(self) {
-        let (prev, next) = (self.prev(), self.next());
-        if let Some(p) = prev {
-            p.set_next(next);
-        }
-        if let Some(n) = next {
-            n.set_prev(prev);
-        }
-        self.set_prev(None);
-        self.set_next(None);
+        let (prev, next) = (Chunk(self.get_prev()), self.next());
+        prev.set_next(next);
+        next.set_prev(prev);
+        self.set_prev(self);
+        self.set_next(self);
     }
 
-    /// Inserts the unlinked `chunk` right after `self`.
+    /// Inserts `chunk`, a ring of one, right after `self`.
     pub(crate) fn insert_after(self, chunk: Chunk) {
         let next = self.next();
-        chunk.set_prev(Some(self));
+        chunk.set_prev(self);
         chunk.set_next(next);
-        if let Some(n) = next {
-            n.set_prev(Some(chunk));
-        }
-        self.set_next(Some(chunk));
+        next.set_prev(chunk);
+        self.set_next(chunk);
     }
+}
 
-    /// Inserts the unlinked `chunk` right before `self`.
-    pub(crate) fn insert_before(self, chunk: Chunk) {
-        let prev = self.prev();
-        chunk.set_next(Some(self));
-        chunk.set_prev(prev);
-        if let Some(p) = prev {
-            p.set_next(Some(chunk));
-        }
-        self.set_prev(Some(chunk));
-    }
+/// The chunks of a ring from `first` on, following `next`, up to but not including `stop`
+/// (nothing when `first == stop`). Each chunk's successor is read before the chunk is yielded, so
+/// the caller may unlink or release the yielded chunk (but not `stop`).
+pub(crate) fn chunks_until(first: Chunk, stop: Chunk) -> impl Iterator<Item = Chunk> {
+    let mut cur = (first != stop).then_some(first);
+    core::iter::from_fn(move || {
+        let c = cur?;
+        let next = c.next();
+        cur = (next != stop).then_some(next);
+        Some(c)
+    })
 }
 
 /// A chunk larger than both this many times the regular chunk and [`OUTSIZED_MIN`] is
