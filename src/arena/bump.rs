@@ -77,8 +77,9 @@ pub(crate) fn dangling(align: usize) -> NonNull<u8> {
 pub(crate) fn address_space_ok(addr: usize, size: usize) -> bool {
     #[cfg(target_pointer_width = "64")]
     {
-        addr.checked_add(size)
-            .is_some_and(|end| end <= isize::MAX as usize)
+        // `addr + size <= isize::MAX`, written so that it cannot overflow (and, for the constant
+        // size of a first chunk, is one compare).
+        addr <= (isize::MAX as usize).saturating_sub(size)
     }
     #[cfg(not(target_pointer_width = "64"))]
     {
@@ -110,6 +111,7 @@ fn new_chunk<S: ChunkSource + ?Sized>(size: usize, src: &S) -> Result<Chunk, Fai
 }
 
 /// Poisons the usable bytes of `chunks` (ASan builds only; nothing to do, and no walk, otherwise).
+#[inline]
 fn poison_chunks(chunks: impl Iterator<Item = Chunk>) {
     if cfg!(arena_pool_asan) {
         for x in chunks {
@@ -290,7 +292,7 @@ impl RawArena {
 
     /// The first allocation of an empty arena (see [`first_chunk_holds`](Self::first_chunk_holds)):
     /// takes the first regular chunk, the one the general path would size, and bumps `layout`.
-    #[inline(never)]
+    #[inline(always)]
     fn alloc_first<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
@@ -749,6 +751,7 @@ impl RawArena {
     }
 
     /// Poisons the usable bytes of every chunk in the ring of `first` (ASan builds only).
+    #[inline]
     fn poison_ring(&self, first: Chunk) {
         poison_chunks(core::iter::once(first).chain(chunks_until(first.next(), first)));
     }
