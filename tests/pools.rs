@@ -1601,6 +1601,46 @@ fn pool_reuses_slots_freed_through_narrowed_pointers() {
     assert_eq!(pool.in_use(), 0);
 }
 
+/// Allocates `old` from `alloc`, narrows the pointer to `old.size()` bytes, grows it (zeroed) to
+/// `new`, and checks the whole new block through the returned pointer.
+fn grow_through_a_narrowed_pointer<A: Allocator>(alloc: &A, old: Layout, new: Layout) {
+    let block = alloc.allocate(old).unwrap();
+    let p = block.cast::<u8>();
+    // SAFETY: the block is live and at least `old.size()` bytes long; the reference covers those
+    // bytes, written first, and the pointer passed on is derived from it, so it is valid for
+    // exactly `old.size()` bytes (what `grow` may assume, no more).
+    let narrowed = unsafe {
+        p.write_bytes(7, old.size());
+        let r = std::slice::from_raw_parts_mut(p.as_ptr(), old.size());
+        NonNull::from(r).cast::<u8>()
+    };
+    // SAFETY: live, from `alloc`, with the layout it was allocated with; `new` is larger.
+    let grown = unsafe { alloc.grow_zeroed(narrowed, old, new) }.unwrap();
+    assert!(grown.len() >= new.size());
+    let q = grown.cast::<u8>();
+    // SAFETY: the grown block is live and `new.size()` bytes long; all of it is written through
+    // the returned pointer (Miri checks that the pointer covers it).
+    unsafe {
+        for i in 0..new.size() {
+            assert_eq!(q.add(i).read(), if i < old.size() { 7 } else { 0 });
+        }
+        q.write_bytes(9, new.size());
+        alloc.deallocate(q, new);
+    }
+}
+
+#[test]
+fn growing_within_a_slot_through_a_narrowed_pointer_covers_the_new_size() {
+    let pool = Pool::for_type::<[u64; 4]>();
+    grow_through_a_narrowed_pointer(&pool, layout(8, 8), layout(32, 8));
+    grow_through_a_narrowed_pointer(&pool, layout(3, 1), layout(20, 4));
+    assert_eq!(pool.in_use(), 0);
+    let pool = SizeClassPool::new();
+    // Both sizes share a class, so the block stays where it is.
+    assert_eq!(class_size(40), class_size(48));
+    grow_through_a_narrowed_pointer(&pool, layout(40, 8), layout(48, 8));
+}
+
 // ----- debug-build detection -----
 
 #[cfg(debug_assertions)]

@@ -631,6 +631,16 @@ impl<A: Allocator> SizeClassPool<A> {
         Ok(block)
     }
 
+    /// The pool's own pointer to the block at `p`'s address, with its page's provenance; `None`
+    /// when no page of the pool holds that address. Out of line: the in-place `grow`/`shrink`
+    /// path stays small.
+    #[cold]
+    #[inline(never)]
+    fn rederive(&self, p: NonNull<u8>) -> Option<NonNull<u8>> {
+        let base = self.map.get(p.addr().get())?;
+        Some(base.with_addr(p.addr()))
+    }
+
     /// # Safety
     /// The `Allocator::deallocate` contract.
     #[inline]
@@ -652,6 +662,7 @@ impl<A: Allocator> SizeClassPool<A> {
     ///
     /// # Safety
     /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
+    #[inline]
     pub(crate) unsafe fn reallocate_impl(
         &self,
         p: NonNull<u8>,
@@ -662,8 +673,17 @@ impl<A: Allocator> SizeClassPool<A> {
         let (from, to) = (self.class(old), self.class(new));
         if let (Some(a), Some(b)) = (from, to) {
             if a == b {
+                // The block stays where it is. The caller's pointer is valid for `old.size()`
+                // bytes only; unless that is the whole block, the returned block (the whole class
+                // size) needs the page's own pointer.
+                let p = if old.size() == class_size(a) {
+                    p
+                } else {
+                    self.rederive(p).ok_or(AllocError)?
+                };
                 if zeroed && new.size() > old.size() {
-                    // SAFETY: the block holds `class_size(a) >= new.size()` bytes.
+                    // SAFETY: the block holds `class_size(a) >= new.size()` bytes, and `p` has
+                    // its page's provenance.
                     unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
                 }
                 return Ok(NonNull::slice_from_raw_parts(p, class_size(a)));

@@ -491,6 +491,7 @@ impl<A: Allocator> Pool<A> {
     ///
     /// # Safety
     /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
+    #[inline]
     pub(crate) unsafe fn reallocate_impl(
         &self,
         p: NonNull<u8>,
@@ -500,8 +501,17 @@ impl<A: Allocator> Pool<A> {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let (from_slot, to_slot) = (self.pooled(old), self.pooled(new));
         if from_slot && to_slot {
+            // The block stays in its slot. The caller's pointer is valid for `old.size()` bytes
+            // only; unless that is the whole slot, the returned block (the whole slot) needs the
+            // slab's own pointer.
+            let p = if old.size() == self.slot {
+                p
+            } else {
+                self.rederive(p).ok_or(AllocError)?
+            };
             if zeroed && new.size() > old.size() {
-                // SAFETY: the slot holds `self.slot >= new.size()` bytes.
+                // SAFETY: the slot holds `self.slot >= new.size()` bytes, and `p` is valid for
+                // all of them.
                 unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
             }
             return Ok(NonNull::slice_from_raw_parts(p, self.slot));
