@@ -1639,6 +1639,8 @@ fn growing_within_a_slot_through_a_narrowed_pointer_covers_the_new_size() {
     // Both sizes share a class, so the block stays where it is.
     assert_eq!(class_size(40), class_size(48));
     grow_through_a_narrowed_pointer(&pool, layout(40, 8), layout(48, 8));
+    let pool = arena_pool::SyncPool::for_type::<[u64; 4]>();
+    grow_through_a_narrowed_pointer(&pool, layout(8, 8), layout(32, 8));
 }
 
 // ----- debug-build detection -----

@@ -446,7 +446,7 @@ impl<A: Allocator> Pool<A> {
     /// when no slab of the pool holds that address. Out of line: it keeps the whole-slot free
     /// path small enough to be inlined into its callers.
     #[inline(never)]
-    fn rederive(&self, p: NonNull<u8>) -> Option<NonNull<u8>> {
+    pub(crate) fn rederive(&self, p: NonNull<u8>) -> Option<NonNull<u8>> {
         let base = self.map.get(p.addr().get())?;
         Some(base.with_addr(p.addr()))
     }

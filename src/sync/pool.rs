@@ -262,6 +262,23 @@ impl<A: Allocator> SyncPool<A> {
         thread_hint() & self.shared().mask
     }
 
+    /// Runs `f` on the shard pool that holds `p`, under that shard's lock (the thread's own
+    /// shard is tried first); `None` when no shard holds `p`.
+    fn with_owner<R>(&self, p: NonNull<u8>, f: impl FnOnce(&Pool<Backing<A>>) -> R) -> Option<R> {
+        let s = self.shared();
+        let home = self.home();
+        for i in 0..s.shards.len() {
+            let Some(shard) = s.shards.get((home + i) & s.mask) else {
+                continue; // never: the index is masked to the shard count
+            };
+            let pool = shard.0.lock();
+            if pool.owns(p) {
+                return Some(f(&pool));
+            }
+        }
+        None
+    }
+
     #[inline]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         self.allocate_with(layout, false)
@@ -303,19 +320,9 @@ impl<A: Allocator> SyncPool<A> {
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
         let s = self.shared();
         if self.pooled(layout) {
-            let home = self.home();
-            for i in 0..s.shards.len() {
-                let Some(shard) = s.shards.get((home + i) & s.mask) else {
-                    continue; // never: the index is masked to the shard count
-                };
-                let pool = shard.0.lock();
-                if pool.owns(p) {
-                    // SAFETY: the caller's block, a slot of this shard's pool.
-                    unsafe { pool.deallocate(p, layout) };
-                    return;
-                }
-            }
-            if cfg!(debug_assertions) {
+            // SAFETY: the caller's block, a slot of the shard pool that holds it.
+            let freed = self.with_owner(p, |pool| unsafe { pool.deallocate(p, layout) });
+            if freed.is_none() && cfg!(debug_assertions) {
                 panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
             }
         } else if layout.size() != 0 {
@@ -340,8 +347,19 @@ impl<A: Allocator> SyncPool<A> {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let (from_slot, to_slot) = (self.pooled(old), self.pooled(new));
         if from_slot && to_slot {
+            // The block stays in its slot. The caller's pointer is valid for `old.size()` bytes
+            // only; unless that is the whole slot, the returned block (the whole slot) needs the
+            // slab's own pointer.
+            let p = if old.size() == self.shared().slot {
+                p
+            } else {
+                self.with_owner(p, |pool| pool.rederive(p))
+                    .flatten()
+                    .ok_or(AllocError)?
+            };
             if zeroed && new.size() > old.size() {
-                // SAFETY: the slot holds `slot >= new.size()` bytes and is the caller's.
+                // SAFETY: the slot holds `slot >= new.size()` bytes, `p` is valid for all of
+                // them, and the slot is the caller's.
                 unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
             }
             return Ok(NonNull::slice_from_raw_parts(p, self.shared().slot));
