@@ -320,9 +320,21 @@ impl<A: Allocator> SyncPool<A> {
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
         let s = self.shared();
         if self.pooled(layout) {
-            // SAFETY: the caller's block, a slot of the shard pool that holds it.
-            let freed = self.with_owner(p, |pool| unsafe { pool.deallocate(p, layout) });
-            if freed.is_none() && cfg!(debug_assertions) {
+            // The loop of `with_owner`, written out: through the closure, a free measured 13 to
+            // 16 instructions more (callgrind, the pools suite).
+            let home = self.home();
+            for i in 0..s.shards.len() {
+                let Some(shard) = s.shards.get((home + i) & s.mask) else {
+                    continue; // never: the index is masked to the shard count
+                };
+                let pool = shard.0.lock();
+                if pool.owns(p) {
+                    // SAFETY: the caller's block, a slot of this shard's pool.
+                    unsafe { pool.deallocate(p, layout) };
+                    return;
+                }
+            }
+            if cfg!(debug_assertions) {
                 panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
             }
         } else if layout.size() != 0 {
