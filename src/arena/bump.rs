@@ -20,7 +20,7 @@ use allocator_api2::alloc::AllocError;
 
 use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
-    HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, chunks_until, min_chunk_size,
+    HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, chunks_until, min_chunk_size, ring,
 };
 use super::poison::{poison, unpoison};
 use crate::error::Failure;
@@ -257,10 +257,9 @@ impl RawArena {
                     Err(e) => failure = Some(e),
                 }
             }
-        }
-        // Reuse the first spare that fits. The walk visits each spare once, so it terminates;
-        // spares too small for this request stay where they are for later, smaller ones.
-        if let Some(cur) = current {
+            // Reuse the first spare that fits. The walk visits each spare once, so it
+            // terminates; spares too small for this request stay where they are for later,
+            // smaller ones.
             if let Some(c) = self.spares(cur).find(|c| c.fits(layout)) {
                 if cur.next() != c {
                     c.unlink();
@@ -313,7 +312,7 @@ impl RawArena {
     }
 
     /// Whether a request overflowing `cur` should take a new chunk rather than a spare: `cur` is
-    /// the first chunk of the list (where every `reset` starts, with the largest chunk), no spare
+    /// the first chunk of the ring (where every `reset` starts, with the largest chunk), no spare
     /// is as large, and the chunk the request would take is larger than `cur`.
     ///
     /// This is what makes a reset loop converge to one chunk (DESIGN §3). After a reset the
@@ -321,8 +320,9 @@ impl RawArena {
     /// spill into them again in every cycle. The new chunk is at least the sum of every regular
     /// chunk so far, so the cycle after next fits in it. The number of such chunks is bounded:
     /// each is larger than the largest chunk held, and regular chunks stop growing at their cap,
-    /// after which the spares serve. Under an allocation limit the spares come first. Inside a scope that spills from the first chunk, the chunk
-    /// taken is a spare at least as large the next time, so it is reused.
+    /// after which the spares serve. Under an allocation limit the spares come first. Inside a
+    /// scope that spills from the first chunk, the chunk taken is a spare at least as large the
+    /// next time, so it is reused.
     fn grows_past_first(&self, cur: Chunk, layout: Layout, slack: bool) -> bool {
         if self.head.get() != Some(cur) {
             return false;
@@ -753,7 +753,7 @@ impl RawArena {
     /// Poisons the usable bytes of every chunk in the ring of `first` (ASan builds only).
     #[inline]
     fn poison_ring(&self, first: Chunk) {
-        poison_chunks(core::iter::once(first).chain(chunks_until(first.next(), first)));
+        poison_chunks(ring(first));
     }
 
     /// Returns every spare chunk (after the current one) to the backing allocator.
@@ -770,14 +770,10 @@ impl RawArena {
             unsafe { self.release(c, src) };
         }
         // The largest chunk may have been a spare: find it again among those kept (now the whole
-        // ring: the head, which is never a spare, up to the current chunk).
-        let mut largest = head;
-        for x in chunks_until(head.next(), head) {
-            if x.size() > largest.size() {
-                largest = x;
-            }
-        }
-        self.largest.set(Some(largest));
+        // ring: the head, which is never a spare, up to the current chunk). On a tie the first in
+        // ring order stays.
+        let largest = ring(head).reduce(|l, x| if x.size() > l.size() { x } else { l });
+        self.largest.set(largest);
     }
 
     /// Returns every chunk to the backing allocator (for `Drop`).

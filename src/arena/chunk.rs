@@ -178,6 +178,7 @@ impl Chunk {
 /// The chunks of a ring from `first` on, following `next`, up to but not including `stop`
 /// (nothing when `first == stop`). Each chunk's successor is read before the chunk is yielded, so
 /// the caller may unlink or release the yielded chunk (but not `stop`).
+#[inline]
 pub(crate) fn chunks_until(first: Chunk, stop: Chunk) -> impl Iterator<Item = Chunk> {
     let mut cur = (first != stop).then_some(first);
     core::iter::from_fn(move || {
@@ -186,6 +187,12 @@ pub(crate) fn chunks_until(first: Chunk, stop: Chunk) -> impl Iterator<Item = Ch
         cur = (next != stop).then_some(next);
         Some(c)
     })
+}
+
+/// Every chunk of the ring of `first`, starting with `first`.
+#[inline]
+pub(crate) fn ring(first: Chunk) -> impl Iterator<Item = Chunk> {
+    core::iter::once(first).chain(chunks_until(first.next(), first))
 }
 
 /// A chunk larger than both this many times the regular chunk and [`OUTSIZED_MIN`] is
