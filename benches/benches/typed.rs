@@ -15,6 +15,14 @@ use arena_pool_benches::{N, Payload, SystemAlloc, TypedAlloc};
 #[derive(Clone, Copy)]
 struct Bytes13(#[allow(dead_code)] [u8; 13]);
 
+/// How many copies of a copy source there are (see [`Sources`]); a power of two, so that
+/// picking one is an `and`.
+const SPREAD: usize = 32;
+/// Where copy `j` of a source starts, in bytes past a page boundary: `j * SOURCE_STRIDE`.
+/// Modulo 2 KiB the starts are 64 bytes apart, so they cover every 64-byte step of a 2 KiB
+/// window once; a source is at most 2 KiB long, so the copies do not overlap.
+const SOURCE_STRIDE: usize = 2048 + 64;
+
 /// Frames of the clear-and-reuse case, and allocations per frame.
 const FRAMES: usize = 100;
 const FRAME_ALLOCS: usize = 100;
@@ -53,7 +61,7 @@ impl Op {
     /// `N` calls, each result to `black_box` (the `match` is outside the loop, so the loop holds
     /// only the call and its `black_box`es).
     #[inline(always)]
-    fn calls<A: TypedAlloc>(self, a: &A, bytes: &[u8], words: &[u64], text: &str) {
+    fn calls<A: TypedAlloc>(self, a: &A, src: &Sources<'_>) {
         macro_rules! n_times {
             (|$i:ident| $call:expr) => {
                 for $i in 0..N {
@@ -71,9 +79,13 @@ impl Op {
             Op::AllocWords8 => n_times!(|i| a.alloc(black_box(Payload::<8>::new(i as u64)))),
             Op::AllocWords32 => n_times!(|i| a.alloc(black_box(Payload::<32>::new(i as u64)))),
             Op::AllocWords128 => n_times!(|i| a.alloc(black_box(Payload::<128>::new(i as u64)))),
-            Op::SliceCopyU8(_) => n_times!(|_i| a.alloc_slice_copy(black_box(bytes))),
-            Op::SliceCopyU64(_) => n_times!(|_i| a.alloc_slice_copy(black_box(words))),
-            Op::Str(_) => n_times!(|_i| a.alloc_str(black_box(text))),
+            Op::SliceCopyU8(_) => {
+                n_times!(|i| a.alloc_slice_copy(black_box(src.bytes[i % SPREAD])));
+            }
+            Op::SliceCopyU64(_) => {
+                n_times!(|i| a.alloc_slice_copy(black_box(src.words[i % SPREAD])));
+            }
+            Op::Str(_) => n_times!(|i| a.alloc_str(black_box(src.text[i % SPREAD]))),
             Op::FillDefault(len) => {
                 n_times!(|_i| a.alloc_slice_fill_default::<u64>(black_box(len)));
             }
@@ -90,6 +102,46 @@ impl Op {
     }
 }
 
+/// The sources of the copying cases, each [`SPREAD`] times at different page offsets; call `i`
+/// copies from copy `i % SPREAD`.
+///
+/// Why: a copy whose destination lies a little above its source modulo 4 KiB (4K aliasing: the
+/// loads seem to depend on the stores just made) runs two to four times slower here (2 KiB
+/// copies: 2.2 ms instead of 0.5 ms per 10 007 when the distance is under 128 bytes). With one
+/// source, the time of a row depended on where the heap happened to put it against each crate's
+/// chunks, not on the crate: the same binary ran the 2 KiB row in 0.7 ms or 2.4 ms for the same
+/// crate, depending on the crates run before it. Spread over a 2 KiB window of offsets, every
+/// crate meets the slow distances equally often.
+struct Sources<'a> {
+    bytes: [&'a [u8]; SPREAD],
+    words: [&'a [u64]; SPREAD],
+    text: [&'a str; SPREAD],
+}
+
+/// [`SPREAD`] slices of `len` items (`item(0)`, `item(1)`, ...) in `buf`, copy `j` starting
+/// `j * SOURCE_STRIDE` bytes past a page boundary.
+fn spread<T: Copy>(buf: &mut Vec<T>, len: usize, item: impl Fn(usize) -> T) -> [&[T]; SPREAD] {
+    const PAGE: usize = 4096;
+    let size = size_of::<T>();
+    assert!(len * size <= 2048, "a copy source is at most 2 KiB");
+    if len == 0 {
+        // Nothing to copy: no buffer, so that the heap the crate's chunks come from is the same
+        // as in the cases without sources.
+        return [&[]; SPREAD];
+    }
+    let stride = SOURCE_STRIDE / size;
+    *buf = vec![item(0); (PAGE + SPREAD * SOURCE_STRIDE) / size];
+    // Elements to skip to reach a page boundary (`T`'s size divides the page).
+    let first = (PAGE - buf.as_ptr() as usize % PAGE) % PAGE / size;
+    for j in 0..SPREAD {
+        for (e, slot) in buf[first + j * stride..][..len].iter_mut().enumerate() {
+            *slot = item(e);
+        }
+    }
+    let buf = &buf[..];
+    std::array::from_fn(|j| &buf[first + j * stride..][..len])
+}
+
 impl Case {
     fn ops(self) -> u64 {
         match self {
@@ -102,18 +154,23 @@ impl Case {
         let mut a = A::new();
         match self {
             Case::Calls(op) => {
-                // The source of the copies, made before the measurement.
-                let len = match op {
-                    Op::SliceCopyU8(len) | Op::SliceCopyU64(len) | Op::Str(len) => len,
-                    _ => 0,
+                // The sources of the copies, made before the measurement (empty for the
+                // operations that copy nothing of that kind).
+                let (u8s, u64s, chars) = match op {
+                    Op::SliceCopyU8(len) => (len, 0, 0),
+                    Op::SliceCopyU64(len) => (0, len, 0),
+                    Op::Str(len) => (0, 0, len),
+                    _ => (0, 0, 0),
                 };
-                let bytes: Vec<u8> = (0..len).map(|i| i as u8).collect();
-                let words: Vec<u64> = (0..len as u64).collect();
-                let text: String = (0..len)
-                    .map(|i| char::from(b'a' + (i % 26) as u8))
-                    .collect();
+                let (mut bytes, mut words, mut text) = (Vec::new(), Vec::new(), Vec::new());
+                let src = Sources {
+                    bytes: spread(&mut bytes, u8s, |i| i as u8),
+                    words: spread(&mut words, u64s, |i| i as u64),
+                    text: spread(&mut text, chars, |i| b'a' + (i % 26) as u8)
+                        .map(|s| std::str::from_utf8(s).expect("ASCII")),
+                };
                 d.steady(|| {
-                    op.calls(&a, &bytes, &words, &text);
+                    op.calls(&a, &src);
                     a.reset();
                 });
             }
