@@ -682,8 +682,9 @@ impl<A: Allocator> SizeClassPool<A> {
                     self.rederive(p).ok_or(AllocError)?
                 };
                 if zeroed && new.size() > old.size() {
-                    // SAFETY: the block holds `class_size(a) >= new.size()` bytes, and `p` has
-                    // its page's provenance.
+                    // SAFETY: the block holds `class_size(a) >= new.size()` bytes, and `p` is
+                    // valid for all of them (the caller's pointer covers the whole block, or `p`
+                    // is the page's own).
                     unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
                 }
                 return Ok(NonNull::slice_from_raw_parts(p, class_size(a)));
