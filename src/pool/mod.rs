@@ -66,6 +66,40 @@ pub(crate) unsafe fn relocate<P: Allocator, A: Allocator>(
     Ok(q)
 }
 
+/// How a pool grows or shrinks a block that stays where it is, in a slot (or class block) of
+/// `block` bytes: returns the whole block, with the bytes from `old.size()` to `new.size()`
+/// zeroed when `zeroed` asks for it.
+///
+/// The caller's pointer is valid for `old.size()` bytes only. When that is the whole block it is
+/// returned as it is; otherwise `rederive` gives the pool's own pointer to the block (with the
+/// provenance of its slab or page), and `None` from it fails the call.
+///
+/// # Safety
+/// The `Allocator::grow`/`shrink` contract for `p`, `old` and `new`; `p` is a live block of
+/// `block >= max(old.size(), new.size())` bytes, and `rederive(p)`, when `Some`, is a pointer to
+/// the same address valid for the whole block.
+#[inline(always)]
+pub(crate) unsafe fn resize_in_place(
+    p: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+    zeroed: bool,
+    block: usize,
+    rederive: impl FnOnce(NonNull<u8>) -> Option<NonNull<u8>>,
+) -> Result<NonNull<[u8]>, AllocError> {
+    let p = if old.size() == block {
+        p
+    } else {
+        rederive(p).ok_or(AllocError)?
+    };
+    if zeroed && new.size() > old.size() {
+        // SAFETY: the block holds `block >= new.size()` bytes and `p` is valid for all of them:
+        // it is the caller's pointer covering the whole block, or the pool's own.
+        unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
+    }
+    Ok(NonNull::slice_from_raw_parts(p, block))
+}
+
 /// Debug builds: sets (`live`) or clears bit `i` of a pool's live bitmap, returning its old value.
 ///
 /// # Safety

@@ -673,21 +673,11 @@ impl<A: Allocator> SizeClassPool<A> {
         let (from, to) = (self.class(old), self.class(new));
         if let (Some(a), Some(b)) = (from, to) {
             if a == b {
-                // The block stays where it is. The caller's pointer is valid for `old.size()`
-                // bytes only; unless that is the whole block, the returned block (the whole class
-                // size) needs the page's own pointer.
-                let p = if old.size() == class_size(a) {
-                    p
-                } else {
-                    self.rederive(p).ok_or(AllocError)?
+                // SAFETY: forwarded from the caller; both layouts are in class `a`, so `p` is a
+                // live block of `class_size(a)` bytes, and `rederive` gives its page's own pointer.
+                return unsafe {
+                    super::resize_in_place(p, old, new, zeroed, class_size(a), |p| self.rederive(p))
                 };
-                if zeroed && new.size() > old.size() {
-                    // SAFETY: the block holds `class_size(a) >= new.size()` bytes, and `p` is
-                    // valid for all of them (the caller's pointer covers the whole block, or `p`
-                    // is the page's own).
-                    unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
-                }
-                return Ok(NonNull::slice_from_raw_parts(p, class_size(a)));
             }
         }
         // SAFETY: forwarded from the caller; both layouts route to `self.alloc` exactly when

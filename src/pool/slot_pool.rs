@@ -501,20 +501,11 @@ impl<A: Allocator> Pool<A> {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let (from_slot, to_slot) = (self.pooled(old), self.pooled(new));
         if from_slot && to_slot {
-            // The block stays in its slot. The caller's pointer is valid for `old.size()` bytes
-            // only; unless that is the whole slot, the returned block (the whole slot) needs the
-            // slab's own pointer.
-            let p = if old.size() == self.slot {
-                p
-            } else {
-                self.rederive(p).ok_or(AllocError)?
+            // SAFETY: forwarded from the caller; both layouts fit a slot, so `p` is a live slot
+            // of `self.slot` bytes, and `rederive` gives its slab's own pointer.
+            return unsafe {
+                super::resize_in_place(p, old, new, zeroed, self.slot, |p| self.rederive(p))
             };
-            if zeroed && new.size() > old.size() {
-                // SAFETY: the slot holds `self.slot >= new.size()` bytes, and `p` is valid for
-                // all of them.
-                unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
-            }
-            return Ok(NonNull::slice_from_raw_parts(p, self.slot));
         }
         // SAFETY: forwarded from the caller; both layouts route to `self.alloc` exactly when
         // the flag says so.

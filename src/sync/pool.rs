@@ -11,7 +11,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicUsize, Mutex, Ordering, thread_hint};
 use crate::arena::dangling;
-use crate::pool::{Pool, PoolStats, relocate};
+use crate::pool::{Pool, PoolStats, relocate, resize_in_place};
 
 /// A thread-safe pool of fixed-size slots: [`Pool`]'s behaviour through `&SyncPool` from any
 /// thread, including blocks allocated on one thread and freed on another.
@@ -349,22 +349,13 @@ impl<A: Allocator> SyncPool<A> {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let (from_slot, to_slot) = (self.pooled(old), self.pooled(new));
         if from_slot && to_slot {
-            // The block stays in its slot. The caller's pointer is valid for `old.size()` bytes
-            // only; unless that is the whole slot, the returned block (the whole slot) needs the
-            // slab's own pointer.
-            let p = if old.size() == self.shared().slot {
-                p
-            } else {
-                self.with_owner(p, |pool| pool.rederive(p))
-                    .flatten()
-                    .ok_or(AllocError)?
+            // SAFETY: forwarded from the caller; both layouts fit a slot, so `p` is a live slot
+            // of `slot` bytes, and `rederive` gives the owning shard's slab pointer.
+            return unsafe {
+                resize_in_place(p, old, new, zeroed, self.shared().slot, |p| {
+                    self.with_owner(p, |pool| pool.rederive(p)).flatten()
+                })
             };
-            if zeroed && new.size() > old.size() {
-                // SAFETY: the slot holds `slot >= new.size()` bytes, `p` is valid for all of
-                // them, and the slot is the caller's.
-                unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
-            }
-            return Ok(NonNull::slice_from_raw_parts(p, self.shared().slot));
         }
         // SAFETY: forwarded from the caller; both layouts go to `alloc` exactly when neither fits
         // a slot.
