@@ -88,6 +88,20 @@ pub(crate) fn address_space_ok(addr: usize, size: usize) -> bool {
     }
 }
 
+/// Whether a block at `p`, allocated with `old`, satisfies `new`'s alignment.
+///
+/// # Safety
+/// `p` was allocated with `old`'s alignment (the `Allocator` contract for `grow` and `shrink`).
+/// The address is then known to have its low bits clear, so when `new` asks for no more (the
+/// layouts of a collection, the same element type on both sides) the test folds away.
+#[inline(always)]
+pub(crate) unsafe fn satisfies(p: NonNull<u8>, old: Layout, new: Layout) -> bool {
+    let addr = p.addr().get();
+    // SAFETY: forwarded from the caller.
+    unsafe { core::hint::assert_unchecked(addr & (old.align() - 1) == 0) };
+    addr & (new.align() - 1) == 0
+}
+
 /// Takes a block of `size` bytes from `src` and makes it a chunk (not linked, not counted): the
 /// part of taking a chunk that does not touch the arena.
 fn new_chunk<S: ChunkSource + ?Sized>(size: usize, src: &S) -> Result<Chunk, Failure> {
@@ -515,7 +529,8 @@ impl RawArena {
         debug_assert!(new.size() >= old.size());
         if let Some(start) = self.last_start(p, old.size()) {
             let room = self.end.get().addr().get() - start.addr().get();
-            if start.addr().get() & (new.align() - 1) == 0 && new.size() <= room {
+            // SAFETY: `start` is `p`'s address, a block allocated with `old` (the contract).
+            if unsafe { satisfies(start, old, new) } && new.size() <= room {
                 // SAFETY: `new.size() <= end - start`.
                 self.ptr.set(unsafe { start.add(new.size()) });
                 unpoison(start.as_ptr(), self.ptr.get().as_ptr());
@@ -540,6 +555,7 @@ impl RawArena {
     ///
     /// # Safety
     /// As for [`grow`](Self::grow).
+    #[cold]
     #[inline(never)]
     unsafe fn grow_elsewhere<S: ChunkSource + ?Sized>(
         &self,
@@ -584,7 +600,8 @@ impl RawArena {
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
         debug_assert!(new.size() <= old.size());
-        if p.addr().get() & (new.align() - 1) != 0 {
+        // SAFETY: `p` was allocated with `old` (the contract).
+        if !unsafe { satisfies(p, old, new) } {
             // SAFETY: forwarded from the caller.
             return unsafe { self.shrink_elsewhere(p, old, new, src) };
         }

@@ -10,7 +10,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::arena::{
     ArenaStats, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, dangling,
-    min_chunk_size,
+    min_chunk_size, satisfies,
 };
 use crate::error::Failure;
 use crate::sync::LocalArena;
@@ -620,7 +620,8 @@ impl<A: Allocator> SyncArena<A> {
         zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
         let q = if old.size() != 0
-            && p.addr().get() & (new.align() - 1) == 0
+            // SAFETY: `p` was allocated with `old` (the contract).
+            && unsafe { satisfies(p, old, new) }
             && self.resize_last(p, old.size(), new.size())
         {
             p
@@ -651,7 +652,8 @@ impl<A: Allocator> SyncArena<A> {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        if p.addr().get() & (new.align() - 1) == 0 {
+        // SAFETY: `p` was allocated with `old` (the contract).
+        if unsafe { satisfies(p, old, new) } {
             let len = if self.resize_last(p, old.size(), new.size()) {
                 new.size()
             } else {
