@@ -465,9 +465,9 @@ impl RawArena {
             return None;
         }
         // `p`'s address with our pointer's provenance (`p` lies in the current chunk, below
-        // `ptr`). Spelled as `with_addr` rather than `ptr - size`, the compiler sees the
-        // result is `p`'s value and keeps using the caller's register (one less phi in a
-        // collection's push loop).
+        // `ptr`). Spelled as `with_addr` rather than `ptr - size`, the compiler sees that the
+        // result is `p`'s value and reuses the caller's register: a growing collection's
+        // in-place path loses a subtraction and a register copy.
         Some(ptr.with_addr(p.addr()))
     }
 
