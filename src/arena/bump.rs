@@ -464,8 +464,8 @@ impl RawArena {
         if p.addr().get().wrapping_add(size) != ptr.addr().get() {
             return None;
         }
-        // `p`'s address with our pointer's provenance (`p` lies in the current chunk, below
-        // `ptr`). Spelled as `with_addr` rather than `ptr - size`, the compiler sees that the
+        // `p`'s address with our pointer's provenance (`p` lies in the current chunk, at or
+        // below `ptr`). Spelled as `with_addr` rather than `ptr - size`, the compiler sees that the
         // result is `p`'s value and reuses the caller's register: a growing collection's
         // in-place path loses a subtraction and a register copy.
         Some(ptr.with_addr(p.addr()))
