@@ -21,6 +21,10 @@ pub(crate) enum Failure {
     OutOfMemory(Layout),
     /// A formatting trait implementation returned an error (only from `alloc_fmt`).
     Format,
+    /// The backing allocator, while the arena or pool was waiting for it, called back into that
+    /// same arena or pool for memory it would have to take from the backing allocator again:
+    /// a nested request is refused rather than served from state the outer call is changing.
+    Reentered,
 }
 
 impl Failure {
@@ -41,6 +45,10 @@ impl Failure {
             Failure::Format => {
                 panic!("arena-pool: a formatting trait implementation returned an error")
             }
+            Failure::Reentered => panic!(
+                "arena-pool: the backing allocator called back into the arena it backs for more \
+                 memory while the arena was taking memory from it (a nested refill is refused)"
+            ),
         }
     }
 }

@@ -18,6 +18,7 @@ mod arena;
 mod bridges;
 mod error;
 mod pool;
+mod reentry;
 #[cfg(feature = "std")]
 mod sync;
 // Fuzz builds only (`--cfg fuzzing`): the pure size arithmetic, for the `layout_math` target.

@@ -24,6 +24,7 @@ use super::chunk::{
 };
 use super::poison::{poison, unpoison};
 use crate::error::Failure;
+use crate::reentry::BackingCall;
 
 /// The state of an arena's bump position and chunk list. Every `Arena` starts with one (so that an
 /// `ArenaRef` can find it at offset 0).
@@ -51,6 +52,9 @@ pub(crate) struct RawArena {
     limit: Cell<Option<usize>>,
     /// Largest nominal size of a regular chunk (what the growth state may reach).
     growth_cap: usize,
+    /// Set while the arena waits for its backing allocator: a nested request that needs the
+    /// cold path is refused ([`RawArena::alloc_slow`]).
+    backing_call: BackingCall,
 }
 
 /// A saved position: what a scope restores on exit.
@@ -102,28 +106,6 @@ pub(crate) unsafe fn satisfies(p: NonNull<u8>, old: Layout, new: Layout) -> bool
     addr & (new.align() - 1) == 0
 }
 
-/// Takes a block of `size` bytes from `src` and makes it a chunk (not linked, not counted): the
-/// part of taking a chunk that does not touch the arena.
-fn new_chunk<S: ChunkSource + ?Sized>(size: usize, src: &S) -> Result<Chunk, Failure> {
-    let block_layout =
-        Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
-    let block = src.allocate_chunk(block_layout)?;
-    if !address_space_ok(block.cast::<u8>().addr().get(), size) {
-        // SAFETY: the block came from `src` just now with `block_layout`, and is not used.
-        unsafe { src.deallocate_chunk(block.cast(), block_layout) };
-        return Err(Failure::OutOfMemory(block_layout));
-    }
-    // Use exactly the requested size (the allocator may return more): the limit stays exact and
-    // `size` is a valid length to give back.
-    let block = NonNull::slice_from_raw_parts(block.cast::<u8>(), size);
-    // SAFETY: the block is fresh from the backing allocator, aligned to CHUNK_ALIGN, writable for
-    // at least `size` bytes, and `size >= HEADER_SIZE` because every size we request includes the
-    // header.
-    let chunk = unsafe { Chunk::init(block) };
-    poison(chunk.start().as_ptr(), chunk.end().as_ptr());
-    Ok(chunk)
-}
-
 /// Poisons the usable bytes of `chunks` (ASan builds only; nothing to do, and no walk, otherwise).
 #[inline]
 fn poison_chunks(chunks: impl Iterator<Item = Chunk>) {
@@ -156,6 +138,7 @@ impl RawArena {
             chunks: Cell::new(0),
             limit: Cell::new(None),
             growth_cap: cap,
+            backing_call: BackingCall::new(),
         }
     }
 
@@ -239,6 +222,12 @@ impl RawArena {
     ) -> Result<NonNull<u8>, Failure> {
         // Its two callers, `alloc` and `move_last`, answer empty layouts themselves.
         debug_assert!(layout.size() != 0);
+        // A backing allocator that allocates in the arena it backs reaches this point while the
+        // outer call waits for it: the outer call has read the chunk ring and will link its new
+        // chunk there, so the nested request must not change it.
+        if self.backing_call.in_progress() {
+            return Err(Failure::Reentered);
+        }
         // A small dispatcher, so that the first allocation of an arena does not pay for the
         // general path's stack frame.
         if self.chunk.get().is_none() && self.first_chunk_holds(layout) {
@@ -311,7 +300,7 @@ impl RawArena {
         layout: Layout,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
-        let c = new_chunk(FIRST_CHUNK_BLOCK, src)?;
+        let c = self.new_chunk(FIRST_CHUNK_BLOCK, src)?;
         // `take_block`'s bookkeeping, for an arena that held nothing (`growth == 0` means no
         // chunk was ever taken, so `held`, `chunks`, `head` and `largest` are all empty).
         self.held.set(FIRST_CHUNK_BLOCK);
@@ -389,6 +378,31 @@ impl RawArena {
         self.take_block(size, nominal, src)
     }
 
+    /// Takes a block of `size` bytes from `src` and makes it a chunk (not linked, not counted):
+    /// the part of taking a chunk that does not touch the arena's state.
+    ///
+    /// The arena is marked busy while `src` runs, so that a nested request from it takes no
+    /// cold path; should `src` unwind, the mark is cleared and nothing else has changed.
+    fn new_chunk<S: ChunkSource + ?Sized>(&self, size: usize, src: &S) -> Result<Chunk, Failure> {
+        let block_layout =
+            Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
+        let block = self.backing_call.run(|| src.allocate_chunk(block_layout))?;
+        if !address_space_ok(block.cast::<u8>().addr().get(), size) {
+            // SAFETY: the block came from `src` just now with `block_layout`, and is not used.
+            unsafe { self.backing_call.run(|| src.deallocate_chunk(block.cast(), block_layout)) };
+            return Err(Failure::OutOfMemory(block_layout));
+        }
+        // Use exactly the requested size (the allocator may return more): the limit stays exact
+        // and `size` is a valid length to give back.
+        let block = NonNull::slice_from_raw_parts(block.cast::<u8>(), size);
+        // SAFETY: the block is fresh from the backing allocator, aligned to CHUNK_ALIGN, writable
+        // for at least `size` bytes, and `size >= HEADER_SIZE` because every size we request
+        // includes the header.
+        let chunk = unsafe { Chunk::init(block) };
+        poison(chunk.start().as_ptr(), chunk.end().as_ptr());
+        Ok(chunk)
+    }
+
     /// Takes a block of `size` bytes from the backing allocator and makes it a chunk, recording it
     /// in the statistics and the growth state.
     fn take_block<S: ChunkSource + ?Sized>(
@@ -397,7 +411,7 @@ impl RawArena {
         nominal: usize,
         src: &S,
     ) -> Result<Chunk, Failure> {
-        let chunk = new_chunk(size, src)?;
+        let chunk = self.new_chunk(size, src)?;
         self.held.set(self.held.get() + size);
         self.chunks.set(self.chunks.get() + 1);
         if self.head.get().is_none() {
@@ -646,8 +660,14 @@ impl RawArena {
     }
 
     /// Re-places the last block `[start, ptr)` for `new`, keeping its first `keep` bytes: first
-    /// in the same chunk (the block is released first, so the new place may overlap it and the
-    /// bytes are moved with `ptr::copy`), else in another chunk. On failure nothing changes.
+    /// in the same chunk (the block is released for that bump, so the new place may overlap it
+    /// and the bytes are moved with `ptr::copy`), else in another chunk. On failure nothing
+    /// changes.
+    ///
+    /// The block stays allocated while the backing allocator is called for another chunk: that
+    /// call may unwind, or allocate in this arena, and must find every live block where it is.
+    /// Once the block has moved to another chunk it is no longer last, so its bytes stay used
+    /// until the chunk is reused.
     ///
     /// # Safety
     /// `[start, ptr)` is the last block of the current scope, with `keep` initialised-or-not bytes
@@ -675,19 +695,25 @@ impl RawArena {
             poison(self.ptr.get().as_ptr(), saved.as_ptr());
             return Ok(q);
         }
-        match self.alloc_slow(new, keep < new.size(), src) {
-            Ok(q) => {
-                // SAFETY: `q` is in another chunk, so the ranges cannot overlap; the old block's
-                // bytes are untouched (only its bookkeeping was released).
-                unsafe { ptr::copy_nonoverlapping(start.as_ptr(), q.as_ptr(), keep) };
-                poison(start.as_ptr(), saved.as_ptr());
-                Ok(q)
-            }
-            Err(e) => {
-                self.ptr.set(saved);
-                Err(e)
-            }
+        // The old block is last again before anything else runs.
+        self.ptr.set(saved);
+        // What the chunk left behind will have recorded as used if the old block is still its
+        // last one then (a nested request may have bumped after it meanwhile).
+        let used_with_block = self
+            .chunk
+            .get()
+            .map(|c| self.used_before.get() + (saved.addr().get() - c.start().addr().get()));
+        let q = self.alloc_slow(new, keep < new.size(), src)?;
+        // SAFETY: `q` is a fresh block in another chunk, so the ranges cannot overlap; the old
+        // block is still allocated and holds the caller's bytes.
+        unsafe { ptr::copy_nonoverlapping(start.as_ptr(), q.as_ptr(), keep) };
+        poison(start.as_ptr(), saved.as_ptr());
+        if used_with_block == Some(self.used_before.get()) {
+            // The chunk was left with the old block last: it no longer counts as used.
+            self.used_before
+                .set(self.used_before.get() - (saved.addr().get() - start.addr().get()));
         }
+        Ok(q)
     }
 
     // ----- positions, scopes and reset -----

@@ -112,10 +112,8 @@ impl AddressMap {
         granules: usize,
         alloc: &A,
     ) -> Result<(), AllocError> {
-        let needed = self.len.get().checked_add(granules).ok_or(AllocError)?;
-        if needed.checked_mul(2).ok_or(AllocError)? > self.cap.get() {
-            self.grow(needed.checked_mul(2).ok_or(AllocError)?, alloc)?;
-        }
+        self.reserve(granules, alloc)?;
+        // No call into `alloc` from here on: the room reserved is still there.
         let first = base.addr().get() >> self.shift;
         for g in 0..granules {
             self.put(Entry {
@@ -123,8 +121,28 @@ impl AddressMap {
                 base,
             });
         }
-        self.len.set(needed);
+        self.len.set(self.len.get() + granules);
         Ok(())
+    }
+
+    /// Makes room for `granules` more granules (at most half the table in use), so that an
+    /// `insert` of that many makes no call into `alloc` until then.
+    ///
+    /// Re-entrant: `alloc` may use the pool that owns the map while the table grows, so what
+    /// is needed is worked out again after each call into it.
+    pub(crate) fn reserve<A: Allocator>(&self, granules: usize, alloc: &A) -> Result<(), AllocError> {
+        loop {
+            let needed = self
+                .len
+                .get()
+                .checked_add(granules)
+                .and_then(|n| n.checked_mul(2))
+                .ok_or(AllocError)?;
+            if needed <= self.cap.get() {
+                return Ok(());
+            }
+            self.grow(needed, alloc)?;
+        }
     }
 
     fn put(&self, e: Entry) {
@@ -186,6 +204,14 @@ impl AddressMap {
             .ok_or(AllocError)?;
         let layout = Layout::array::<Entry>(new_cap).map_err(|_| AllocError)?;
         let table = alloc.allocate(layout)?.cast::<Entry>();
+        // The table is read only now, after the call: a nested call may have changed it.
+        let (old, old_cap) = (self.table.get(), self.cap.get());
+        if old_cap >= new_cap {
+            // A nested call grew the table as far already.
+            // SAFETY: the fresh table came from `alloc` with `layout` and was never used.
+            unsafe { alloc.deallocate(table.cast(), layout) };
+            return Ok(());
+        }
         for i in 0..new_cap {
             // SAFETY: `i < new_cap`, inside the fresh table.
             unsafe {
@@ -195,7 +221,6 @@ impl AddressMap {
                 })
             };
         }
-        let (old, old_cap) = (self.table.get(), self.cap.get());
         self.table.set(table);
         self.cap.set(new_cap);
         for i in 0..old_cap {

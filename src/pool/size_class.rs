@@ -22,6 +22,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::address_map::AddressMap;
 use crate::arena::dangling;
+use crate::reentry::BackingCall;
 
 /// Every pooled block is aligned to this.
 const CLASS_ALIGN: usize = 16;
@@ -318,6 +319,8 @@ pub struct SizeClassPool<A: Allocator = Global> {
     empty: Cell<Option<Page>>,
     empty_count: Cell<usize>,
     fallback_blocks: Cell<usize>,
+    /// Set while a page is taken from `alloc` (see [`BackingCall`]).
+    backing_call: BackingCall,
     alloc: A,
 }
 
@@ -362,6 +365,7 @@ impl<A: Allocator> SizeClassPool<A> {
             empty: Cell::new(None),
             empty_count: Cell::new(0),
             fallback_blocks: Cell::new(0),
+            backing_call: BackingCall::new(),
             alloc,
         }
     }
@@ -466,8 +470,17 @@ impl<A: Allocator> SizeClassPool<A> {
     }
 
     /// Gives `class` a page with room: a cached empty page or a new one.
+    ///
+    /// A new page is taken after the address map has made room for it, so that once the page is
+    /// taken nothing can fail or call the backing allocator before it is registered. While the
+    /// backing allocator runs the pool is marked busy, and a nested call for a page is refused.
     #[cold]
     fn new_page(&self, class: usize) -> Result<Page, AllocError> {
+        // A backing allocator that allocates from this pool while it takes a page: the outer
+        // call has reserved room in the address map and is about to link its page.
+        if self.backing_call.in_progress() {
+            return Err(AllocError);
+        }
         let page = match self.empty.get() {
             Some(page) => {
                 self.empty.set(get!(page, next));
@@ -478,7 +491,11 @@ impl<A: Allocator> SizeClassPool<A> {
                 let size = self.options.page_size;
                 // A power of two up to 1 MiB is a valid size and alignment.
                 let layout = Layout::from_size_align(size, size).map_err(|_| AllocError)?;
-                let block = self.alloc.allocate(layout)?;
+                let block = self.backing_call.run(|| {
+                    self.map.reserve(1, &self.alloc)?;
+                    self.alloc.allocate(layout)
+                })?;
+                // The room reserved above is still there: no call into the backing allocator.
                 if let Err(e) = self.map.insert(block.cast(), 1, &self.alloc) {
                     // SAFETY: the block is ours, fresh, and not registered anywhere.
                     unsafe { self.alloc.deallocate(block.cast(), layout) };

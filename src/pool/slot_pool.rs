@@ -11,6 +11,7 @@ use super::address_map::AddressMap;
 use super::free_list::FreeList;
 use super::slab::{Slab, SlabList};
 use crate::arena::dangling;
+use crate::reentry::BackingCall;
 
 /// The first slab holds about this many bytes of slots (at least [`MIN_SLAB_SLOTS`] slots).
 const FIRST_SLAB_BYTES: usize = 4096;
@@ -72,6 +73,8 @@ pub struct Pool<A: Allocator = Global> {
     in_use: Cell<usize>,
     fallback_blocks: Cell<usize>,
     next_slab_slots: Cell<usize>,
+    /// Set while a slab is taken from `alloc` (see [`BackingCall`]).
+    backing_call: BackingCall,
     alloc: A,
 }
 
@@ -135,6 +138,7 @@ impl<A: Allocator> Pool<A> {
             in_use: Cell::new(0),
             fallback_blocks: Cell::new(0),
             next_slab_slots: Cell::new(first_slots),
+            backing_call: BackingCall::new(),
             alloc,
         }
     }
@@ -329,6 +333,11 @@ impl<A: Allocator> Pool<A> {
     #[cold]
     #[inline(never)]
     fn take_slot_slow(&self) -> Result<NonNull<u8>, AllocError> {
+        // A backing allocator that allocates from this pool while it takes a slab: the outer
+        // call is about to append its slab and carve it, so the nested request is refused.
+        if self.backing_call.in_progress() {
+            return Err(AllocError);
+        }
         if !self.slabs.advance() {
             let slots = self.next_slab_slots.get();
             self.add_slab(slots)?;
@@ -389,15 +398,23 @@ impl<A: Allocator> Pool<A> {
     }
 
     /// Takes a slab of `slots` slots from the backing allocator and appends it.
+    ///
+    /// The address map makes room for the slab first, so that once the slab's block is taken
+    /// nothing can fail or call the backing allocator before the slab is registered: a backing
+    /// allocator that unwinds leaves at most a larger map table behind, never a lost block.
+    /// While it runs, the pool is marked busy: a nested slab refill is refused.
     fn add_slab(&self, slots: usize) -> Result<(), AllocError> {
         let layout = self.slab_layout(slots).ok_or(AllocError)?;
-        let block = self.alloc.allocate(layout)?;
+        let granules = layout.size().div_ceil(self.map.granule());
+        let block = self.backing_call.run(|| {
+            self.map.reserve(granules, &self.alloc)?;
+            self.alloc.allocate(layout)
+        })?;
         // SAFETY: a fresh block of `layout`, computed by `Slab::layout_for` for these slots.
         let slab = unsafe { Slab::init(block.cast(), layout, slots, self.slot) };
-        if let Err(e) = self
-            .map
-            .insert(slab.base(), self.granules(slab), &self.alloc)
-        {
+        // The room reserved above is still there (a nested refill was refused): this makes no
+        // call into the backing allocator.
+        if let Err(e) = self.map.insert(slab.base(), granules, &self.alloc) {
             // SAFETY: the block is ours, fresh, and not registered anywhere.
             unsafe { self.alloc.deallocate(block.cast(), layout) };
             return Err(e);

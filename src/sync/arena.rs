@@ -139,6 +139,18 @@ struct Chunks {
     count: usize,
     /// Cap on `held`.
     limit: Option<usize>,
+    /// Bytes of the chunks being taken from the backing allocator right now, which happens with
+    /// the lock released: counted against the limit until they arrive.
+    pending: usize,
+}
+
+impl Chunks {
+    /// Counts a chunk of `size` bytes just taken, of `nominal` bytes for the growth state.
+    fn record(&mut self, size: usize, nominal: usize) {
+        self.held += size;
+        self.count += 1;
+        self.growth = self.growth.saturating_add(nominal);
+    }
 }
 
 // SAFETY: `Chunks` holds pointers to chunks the arena owns exclusively; they are only followed
@@ -230,6 +242,7 @@ impl<A: Allocator> SyncArena<A> {
                 held: 0,
                 count: 0,
                 limit: None,
+                pending: 0,
             }),
             alloc,
         }
@@ -251,16 +264,16 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     fn reserved(capacity: usize, alloc: A) -> Result<SyncArena<A>, Failure> {
-        let arena = SyncArena::new_in(alloc);
+        let mut arena = SyncArena::new_in(alloc);
         let (size, nominal) = capacity
             .checked_add(EXTRA_HEADER)
             .and_then(chunk_size_for_capacity)
             .ok_or(Failure::CapacityOverflow)?;
-        let mut chunks = arena.chunks.lock();
-        let c = arena.take_block(&mut chunks, size, nominal)?;
+        let c = arena.take_block(size)?;
+        let chunks = arena.chunks.get_mut();
+        chunks.record(size, nominal);
         chunks.used = Some(c);
         arena.current.store(c.0.as_ptr(), Ordering::Release);
-        drop(chunks);
         Ok(arena)
     }
 
@@ -393,6 +406,12 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Under the lock: bump the chunk another thread may have installed meanwhile, else take a
     /// spare or a new chunk, bump the block in it and publish it as current.
+    ///
+    /// A new chunk is taken from the backing allocator with the lock released, its size
+    /// counted against the limit meanwhile: the backing allocator may be slow, may unwind, or
+    /// may allocate in this arena itself (that nested call is served like any other), and no
+    /// other thread waits for it. So several threads may take a chunk at once; one that finds a
+    /// chunk with room installed when it comes back keeps its own as a spare.
     #[cold]
     #[inline(never)]
     fn place_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
@@ -400,16 +419,54 @@ impl<A: Allocator> SyncArena<A> {
             return Ok(dangling(layout.align()));
         }
         let mut chunks = self.chunks.lock();
-        // Relaxed is enough here: `current` is only stored under this lock, which we hold.
-        if let Some(c) = NonNull::new(self.current.load(Ordering::Relaxed)) {
-            if let Some(p) = Chunk(c).bump(layout) {
-                return Ok(p);
+        if let Some(p) = self.bump_current(layout) {
+            return Ok(p);
+        }
+        if let Some(c) = take_spare(&mut chunks, layout) {
+            return self.install(&mut chunks, c, layout);
+        }
+        let (size, nominal) = self.new_chunk_size(&chunks, layout)?;
+        chunks.pending += size;
+        drop(chunks);
+        /// Takes the pending bytes off again, also when the backing allocator unwinds.
+        struct Pending<'s, A: Allocator> {
+            arena: &'s SyncArena<A>,
+            size: usize,
+        }
+        impl<A: Allocator> Drop for Pending<'_, A> {
+            fn drop(&mut self) {
+                self.arena.chunks.lock().pending -= self.size;
             }
         }
-        let c = match take_spare(&mut chunks, layout) {
-            Some(c) => c,
-            None => self.new_chunk(&mut chunks, layout)?,
-        };
+        let pending = Pending { arena: self, size };
+        let taken = self.take_block(size);
+        drop(pending);
+        let c = taken?;
+        let mut chunks = self.chunks.lock();
+        chunks.record(size, nominal);
+        // Another thread, or a nested call from the backing allocator, may have installed a
+        // chunk with room meanwhile: use it, and keep the new chunk for later.
+        if let Some(p) = self.bump_current(layout) {
+            c.set_next(chunks.spares);
+            chunks.spares = Some(c);
+            return Ok(p);
+        }
+        self.install(&mut chunks, c, layout)
+    }
+
+    /// Bumps the current chunk; only under the lock (where `current` does not change).
+    fn bump_current(&self, layout: Layout) -> Option<NonNull<u8>> {
+        // Relaxed is enough: `current` is only stored under the lock, which the caller holds.
+        NonNull::new(self.current.load(Ordering::Relaxed)).and_then(|c| Chunk(c).bump(layout))
+    }
+
+    /// Makes `c`, a chunk no other thread sees yet, the current one, with `layout` bumped in it.
+    fn install(
+        &self,
+        chunks: &mut Chunks,
+        c: Chunk,
+        layout: Layout,
+    ) -> Result<NonNull<u8>, Failure> {
         c.set_next(chunks.used);
         chunks.used = Some(c);
         // Nobody else sees `c` yet: bump the request before publishing. (The chunk was chosen or
@@ -420,8 +477,9 @@ impl<A: Allocator> SyncArena<A> {
         Ok(p)
     }
 
-    /// Takes a new chunk for `layout` from the backing allocator, honouring the limit.
-    fn new_chunk(&self, chunks: &mut Chunks, layout: Layout) -> Result<Chunk, Failure> {
+    /// The size of a new chunk for `layout`, and its nominal size for the growth state, within
+    /// the limit (counting the chunks being taken by other threads).
+    fn new_chunk_size(&self, chunks: &Chunks, layout: Layout) -> Result<(usize, usize), Failure> {
         // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
         let padded = Layout::from_size_align(
             layout
@@ -434,7 +492,7 @@ impl<A: Allocator> SyncArena<A> {
         let (mut size, mut nominal) =
             chunk_size_for(padded, chunks.growth, false).ok_or(Failure::CapacityOverflow)?;
         if let Some(limit) = chunks.limit {
-            let left = limit.saturating_sub(chunks.held);
+            let left = limit.saturating_sub(chunks.held + chunks.pending);
             if size > left {
                 // The smallest chunk that still holds the request.
                 let needed = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
@@ -445,17 +503,12 @@ impl<A: Allocator> SyncArena<A> {
                 nominal = nominal.min(size);
             }
         }
-        self.take_block(chunks, size, nominal)
+        Ok((size, nominal))
     }
 
-    /// Takes a block of `size` bytes from the backing allocator and makes it a chunk (not linked
-    /// yet), recording it in the accounting.
-    fn take_block(
-        &self,
-        chunks: &mut Chunks,
-        size: usize,
-        nominal: usize,
-    ) -> Result<Chunk, Failure> {
+    /// Takes a block of `size` bytes from the backing allocator and makes it a chunk (not linked,
+    /// not counted yet). Called without the lock.
+    fn take_block(&self, size: usize) -> Result<Chunk, Failure> {
         let block_layout =
             Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
         let block = self
@@ -474,9 +527,6 @@ impl<A: Allocator> SyncArena<A> {
                 next: None,
             });
         }
-        chunks.held += size;
-        chunks.count += 1;
-        chunks.growth = chunks.growth.saturating_add(nominal);
         Ok(Chunk(base))
     }
 

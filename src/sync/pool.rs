@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
-use super::shim::{AtomicUsize, Mutex, Ordering, thread_hint};
+use super::shim::{AtomicUsize, Ordering, ReentrantLock, thread_hint};
 use crate::arena::dangling;
 use crate::pool::{Pool, PoolStats, relocate, resize_in_place};
 
@@ -72,9 +72,12 @@ struct Shared<A: Allocator> {
     alloc: A,
 }
 
-/// One shard, on a cache line (pair) of its own.
+/// One shard, on a cache line (pair) of its own. The lock is re-entrant: the shard's pool calls
+/// the backing allocator with the lock held (for a slab), and a backing allocator that uses this
+/// `SyncPool` meanwhile gets the same pool back on its thread (whose nested slab refill the pool
+/// refuses), not a deadlock.
 #[repr(align(128))]
-struct Shard<A: Allocator>(Mutex<Pool<Backing<A>>>);
+struct Shard<A: Allocator>(ReentrantLock<Pool<Backing<A>>>);
 
 /// The backing allocator as the shards' pools see it: a pointer to the one in `Shared`.
 struct Backing<A>(NonNull<A>);
@@ -104,7 +107,7 @@ impl<A> Backing<A> {
     }
 }
 
-// SAFETY: `&SyncPool` reaches the shards only through their locks (each a `Mutex` around a
+// SAFETY: `&SyncPool` reaches the shards only through their locks (each a lock around a
 // `Send` pool, as `Backing` is `Send` when `A: Sync`), the fallback counter is atomic, and `&A`
 // is shared between threads, which `A: Sync` allows.
 unsafe impl<A: Allocator + Sync> Sync for SyncPool<A> {}
@@ -156,7 +159,7 @@ impl<A: Allocator> SyncPool<A> {
         // is freed in `Drop`, after the shards.
         let alloc_ptr = unsafe { NonNull::new_unchecked(&raw mut (*shared.as_ptr()).alloc) };
         let shards: Vec<Shard<A>> = (0..n)
-            .map(|_| Shard(Mutex::new(Pool::new_in(layout, Backing(alloc_ptr)))))
+            .map(|_| Shard(ReentrantLock::new(Pool::new_in(layout, Backing(alloc_ptr)))))
             .collect();
         let stats = shards[0].0.lock().stats();
         // SAFETY: nothing else refers to these fields yet; they are written through the raw
@@ -235,17 +238,25 @@ impl<A: Allocator> SyncPool<A> {
 
     /// Returns every slab with no slot in use to the backing allocator.
     pub fn trim(&mut self) {
-        for shard in self.shared().shards.iter() {
-            shard.0.lock().trim();
+        for shard in self.shards_mut() {
+            shard.0.get_mut().trim();
         }
     }
 
     /// Forgets every slot (all become free) and keeps the slabs. Needs `&mut self`, so no block
     /// of the pool is alive.
     pub fn reset(&mut self) {
-        for shard in self.shared().shards.iter() {
-            shard.0.lock().reset();
+        for shard in self.shards_mut() {
+            shard.0.get_mut().reset();
         }
+    }
+
+    /// The shards, for the `&mut self` methods.
+    fn shards_mut(&mut self) -> &mut [Shard<A>] {
+        // SAFETY: `shared` is ours and valid until `Drop`; `&mut self` proves no other thread
+        // and no guard uses the shards. The reference covers the `shards` field only, not the
+        // backing allocator the pools point at.
+        unsafe { &mut (*self.shared.as_ptr()).shards }
     }
 
     // ----- the Allocator rules -----

@@ -40,37 +40,133 @@ impl<T> Mutex<T> {
     }
 }
 
-/// A number that differs between threads (as far as possible), stable for each thread: which
-/// shard of a `SyncPool` a thread uses. Threads are numbered in the order they first ask.
-#[cfg(not(loom))]
+/// A lock that the thread holding it may take again, for data whose methods take `&self` and
+/// stay consistent when re-entered (a `SyncPool` shard's `Pool`): the backing allocator a shard
+/// calls with its lock held may use the same pool, and must find it neither deadlocked nor
+/// panicking. A nested lock of the same thread gives the same shared access without locking.
+pub(crate) struct ReentrantLock<T> {
+    lock: Mutex<()>,
+    /// [`owner_id`] of the thread holding `lock`, 0 when none does (or it has no id). Only the holder stores its
+    /// own id, so a thread reads its own id exactly while it holds the lock (a thread's later
+    /// reads never see an older value of its own writes).
+    owner: AtomicUsize,
+    data: core::cell::UnsafeCell<T>,
+}
+
+// SAFETY: the data is reached through `&self` only by the thread holding the lock (a nested lock
+// of that thread adds shared access on the same thread), so `T: Send` suffices, as for `Mutex`.
+unsafe impl<T: Send> Sync for ReentrantLock<T> {}
+
+impl<T> ReentrantLock<T> {
+    pub(crate) fn new(value: T) -> ReentrantLock<T> {
+        ReentrantLock {
+            lock: Mutex::new(()),
+            owner: AtomicUsize::new(0),
+            data: core::cell::UnsafeCell::new(value),
+        }
+    }
+
+    /// Shared access to the data, locking unless this thread holds the lock already.
+    #[inline]
+    pub(crate) fn lock(&self) -> ReentrantGuard<'_, T> {
+        // A thread that cannot be told apart locks without a record (0 matches no thread), so
+        // re-entering would block; `thread_number` has no destructor, so this does not happen.
+        let me = owner_id().unwrap_or(0);
+        // Relaxed: only this thread ever stores `me` (see `owner`).
+        if me != 0 && self.owner.load(Ordering::Relaxed) == me {
+            return ReentrantGuard {
+                lock: self,
+                outer: None,
+            };
+        }
+        let outer = self.lock.lock();
+        self.owner.store(me, Ordering::Relaxed);
+        ReentrantGuard {
+            lock: self,
+            outer: Some(outer),
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        self.data.get_mut()
+    }
+}
+
+/// Shared access to a [`ReentrantLock`]'s data; the outermost guard of a thread unlocks.
+pub(crate) struct ReentrantGuard<'a, T> {
+    lock: &'a ReentrantLock<T>,
+    outer: Option<MutexGuard<'a, ()>>,
+}
+
+impl<T> core::ops::Deref for ReentrantGuard<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: this thread holds the lock (taken by this guard or by an outer one of the same
+        // thread, which outlives it), so no other thread reaches the data, and every access
+        // through guards is shared.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for ReentrantGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.outer.is_some() {
+            // Before unlocking: the next holder stores its own id.
+            self.lock.owner.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A number unique to the calling thread (never 0): which thread holds a [`ReentrantLock`];
+/// `None` when the thread cannot be told apart (see [`thread_number`]).
+#[inline]
+fn owner_id() -> Option<usize> {
+    thread_number().map(|n| n + 1)
+}
+
+/// A number that differs between threads, stable for each thread: which shard of a `SyncPool` a
+/// thread uses.
 #[inline]
 pub(crate) fn thread_hint() -> usize {
+    // During thread-local destruction: any shard is correct.
+    thread_number().unwrap_or(0)
+}
+
+/// The calling thread's number, unique among all threads (numbered in the order they first ask,
+/// below `usize::MAX >> 1`); `None` only if the thread-local is gone (it has no destructor, so in
+/// practice never).
+#[cfg(not(loom))]
+#[inline]
+fn thread_number() -> Option<usize> {
     use core::cell::Cell;
 
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     std::thread_local! {
-        static HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+        static NUMBER: Cell<usize> = const { Cell::new(usize::MAX) };
     }
-    HINT.try_with(|hint| {
-        let mut h = hint.get();
-        if h == usize::MAX {
-            // Relaxed: the counter only spreads threads over shards; no memory depends on it.
-            h = NEXT.fetch_add(1, Ordering::Relaxed) & (usize::MAX >> 1);
-            hint.set(h);
-        }
-        h
-    })
-    // During thread-local destruction: any shard is correct.
-    .unwrap_or(0)
+    NUMBER
+        .try_with(|number| {
+            let mut n = number.get();
+            if n == usize::MAX {
+                // Relaxed: each value is handed out once, and no memory depends on it.
+                n = NEXT.fetch_add(1, Ordering::Relaxed) & (usize::MAX >> 1);
+                number.set(n);
+            }
+            n
+        })
+        .ok()
 }
 
 /// Under loom: a deterministic function of loom's thread id (loom replays each execution, so the
-/// hint must not depend on a counter that lives across executions).
+/// number must not depend on a counter that lives across executions).
 #[cfg(loom)]
-pub(crate) fn thread_hint() -> usize {
+fn thread_number() -> Option<usize> {
     use std::hash::{DefaultHasher, Hash, Hasher};
 
     let mut hasher = DefaultHasher::new();
     loom::thread::current().id().hash(&mut hasher);
-    hasher.finish() as usize
+    Some(hasher.finish() as usize & (usize::MAX >> 1))
 }

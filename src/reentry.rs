@@ -1,0 +1,42 @@
+//! [`BackingCall`]: how the single-threaded allocators notice that their backing allocator has
+//! called back into them.
+//!
+//! A backing allocator may allocate in the arena or pool it backs (nothing in the `Allocator`
+//! contract forbids it, and `new_in` is safe). While the outer call waits for the backing
+//! allocator it holds state it read before the call (the current chunk, the slab being carved),
+//! so a nested request that would change that state is refused with `AllocError`. Nested requests
+//! that the fast paths serve (a bump with room left, a free-list pop or push) change only what the
+//! outer call reads again afterwards, and are served. The flag is checked on the refill paths
+//! only, never on a fast path.
+
+use core::cell::Cell;
+
+/// Set while an allocator waits for its backing allocator.
+pub(crate) struct BackingCall(Cell<bool>);
+
+impl BackingCall {
+    pub(crate) const fn new() -> BackingCall {
+        BackingCall(Cell::new(false))
+    }
+
+    /// Whether a call into the backing allocator is in progress (so a refill now is nested).
+    #[inline]
+    pub(crate) fn in_progress(&self) -> bool {
+        self.0.get()
+    }
+
+    /// Runs `call`, a call into the backing allocator, with the flag set; it is cleared when
+    /// `call` returns or unwinds.
+    pub(crate) fn run<R>(&self, call: impl FnOnce() -> R) -> R {
+        /// Clears the flag, also when the backing allocator panics.
+        struct Clear<'a>(&'a Cell<bool>);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        self.0.set(true);
+        let _clear = Clear(&self.0);
+        call()
+    }
+}
