@@ -389,7 +389,10 @@ impl RawArena {
         let block = self.backing_call.run(|| src.allocate_chunk(block_layout))?;
         if !address_space_ok(block.cast::<u8>().addr().get(), size) {
             // SAFETY: the block came from `src` just now with `block_layout`, and is not used.
-            unsafe { self.backing_call.run(|| src.deallocate_chunk(block.cast(), block_layout)) };
+            unsafe {
+                self.backing_call
+                    .run(|| src.deallocate_chunk(block.cast(), block_layout))
+            };
             return Err(Failure::OutOfMemory(block_layout));
         }
         // Use exactly the requested size (the allocator may return more): the limit stays exact

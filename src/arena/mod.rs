@@ -123,6 +123,17 @@ impl<A: Allocator> Arena<A> {
     /// An empty arena taking its chunks from `alloc`. Allocates nothing until the first
     /// allocation.
     ///
+    /// # The backing allocator
+    /// - **It may panic.** When a call into `alloc` unwinds, the arena is exactly as it was
+    ///   before the request that made it: every live block is where it was (a `Vec` whose grow
+    ///   unwinds keeps its buffer, still allocated, still the last block), every statistic is
+    ///   unchanged, and the arena stays usable.
+    /// - **It may allocate in this arena** (reached through a shared handle such as a `Weak`).
+    ///   Such a nested request is served when the current chunk holds it; when it needs a new
+    ///   chunk it is refused, `Err(AllocError)` from the fallible API and a panic naming the cause
+    ///   from the panicking one, because the outer request is taking a chunk at that moment.
+    ///   Nested frees, and grows and shrinks in place, are served.
+    ///
     /// ```
     /// use arena_pool::Arena;
     /// use arena_pool::allocator_api2::alloc::Global;

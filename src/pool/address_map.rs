@@ -130,7 +130,11 @@ impl AddressMap {
     ///
     /// Re-entrant: `alloc` may use the pool that owns the map while the table grows, so what
     /// is needed is worked out again after each call into it.
-    pub(crate) fn reserve<A: Allocator>(&self, granules: usize, alloc: &A) -> Result<(), AllocError> {
+    pub(crate) fn reserve<A: Allocator>(
+        &self,
+        granules: usize,
+        alloc: &A,
+    ) -> Result<(), AllocError> {
         loop {
             let needed = self
                 .len

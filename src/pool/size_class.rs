@@ -349,6 +349,13 @@ impl Default for SizeClassPool {
 
 impl<A: Allocator> SizeClassPool<A> {
     /// A pool taking its pages (and large blocks) from `alloc`, with the default options.
+    ///
+    /// # The backing allocator
+    /// - **`alloc` may panic**: the pool is then as it was before the request (a new page is
+    ///   taken only after the address map has made room for it, so none is lost), and usable.
+    /// - **`alloc` may use this pool**: a nested request that needs a page (for any class) while
+    ///   the pool is taking one is refused (`Err(AllocError)`); every other nested call (a free,
+    ///   an allocation from a page with room, a large layout, the statistics) is served.
     pub fn new_in(alloc: A) -> SizeClassPool<A> {
         SizeClassPool::with_options_in(SizeClassOptions::default(), alloc)
     }

@@ -117,6 +117,14 @@ impl Pool {
 
 impl<A: Allocator> Pool<A> {
     /// A pool of slots for `layout`, taking slabs (and oversized blocks) from `alloc`.
+    ///
+    /// # The backing allocator
+    /// - **`alloc` may panic**: the pool is then as it was before the request (a new slab is
+    ///   taken only after the address map has made room for it, so none is lost), and usable.
+    /// - **`alloc` may use this pool**: a nested request that needs a new slab while the pool is
+    ///   taking one is refused (`Err(AllocError)`); every other nested call (a free, an
+    ///   allocation from a free slot or the slab being carved, a layout that goes to `alloc`, the
+    ///   statistics) is served.
     pub fn new_in(layout: Layout, alloc: A) -> Pool<A> {
         let align = layout.align().max(align_of::<usize>());
         // Rounding a valid layout's size up to its alignment cannot overflow isize::MAX, and

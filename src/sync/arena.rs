@@ -232,6 +232,17 @@ impl Default for SyncArena {
 
 impl<A: Allocator> SyncArena<A> {
     /// An empty arena taking its chunks from `alloc`.
+    ///
+    /// # The backing allocator
+    /// Chunks are taken from `alloc` with the arena's lock released (their size counted against
+    /// the limit meanwhile), so a slow `alloc` holds up no other thread, and:
+    /// - **it may panic**: the arena is then as it was before the request (nothing is left
+    ///   counted against the limit), every block in place;
+    /// - **it may use this arena** (allocate, free, read the statistics): every such nested call
+    ///   is served, including one that takes a chunk of its own.
+    ///
+    /// A [`LocalArena`] takes its pieces through the shared path; a nested request to the *same
+    /// handle* that needs a new piece is refused (as for [`Arena::new_in`](crate::Arena::new_in)).
     pub fn new_in(alloc: A) -> SyncArena<A> {
         SyncArena {
             current: AtomicPtr::new(ptr::null_mut()),

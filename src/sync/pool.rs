@@ -137,6 +137,15 @@ impl SyncPool {
 impl<A: Allocator> SyncPool<A> {
     /// A pool of slots for `layout`, taking slabs (and blocks that do not fit) from `alloc`, with
     /// twice as many shards as the machine has threads (a power of two, at most 64).
+    ///
+    /// # The backing allocator
+    /// A shard calls `alloc` for a slab with its lock held; the lock is re-entrant, so:
+    /// - **`alloc` may panic**: the shard is then as it was before the request, every block in
+    ///   place, and its lock is free again;
+    /// - **`alloc` may use this pool** on the same thread: a nested request that needs another
+    ///   slab in the shard being refilled is refused (`Err(AllocError)`); every other nested call
+    ///   (a free, an allocation from a free slot, a layout that goes to `alloc`, the statistics)
+    ///   is served, never a deadlock.
     pub fn new_in(layout: Layout, alloc: A) -> SyncPool<A> {
         SyncPool::with_shards_in(layout, default_shards(), alloc)
     }
