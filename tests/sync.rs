@@ -15,9 +15,17 @@ use arena_pool::allocator_api2::boxed::Box;
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::{SyncArena, SyncPool};
 
-/// Scales a count down under Miri.
+/// Scales a count down under Miri, and to a tenth under ThreadSanitizer (`--cfg
+/// arena_pool_tsan`, which `.ci/run` sets: every memory access is checked there, about 10x
+/// slower).
 const fn scaled(native: usize, miri: usize) -> usize {
-    if cfg!(miri) { miri } else { native }
+    if cfg!(miri) {
+        miri
+    } else if cfg!(arena_pool_tsan) {
+        native / 10
+    } else {
+        native
+    }
 }
 
 /// A thread-safe backing allocator that counts live bytes and can be told to fail.
