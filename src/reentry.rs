@@ -25,18 +25,18 @@ impl BackingCall {
         self.0.get()
     }
 
-    /// Runs `call`, a call into the backing allocator, with the flag set; it is cleared when
-    /// `call` returns or unwinds.
+    /// Runs `call`, a call into the backing allocator, with the flag set; it is put back as it
+    /// was (a nested call that is allowed may run a backing call of its own) when `call`
+    /// returns or unwinds.
     pub(crate) fn run<R>(&self, call: impl FnOnce() -> R) -> R {
-        /// Clears the flag, also when the backing allocator panics.
-        struct Clear<'a>(&'a Cell<bool>);
-        impl Drop for Clear<'_> {
+        /// Puts the flag back, also when the backing allocator panics.
+        struct Restore<'a>(&'a Cell<bool>, bool);
+        impl Drop for Restore<'_> {
             fn drop(&mut self) {
-                self.0.set(false);
+                self.0.set(self.1);
             }
         }
-        self.0.set(true);
-        let _clear = Clear(&self.0);
+        let _restore = Restore(&self.0, self.0.replace(true));
         call()
     }
 }

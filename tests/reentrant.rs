@@ -16,9 +16,14 @@ use std::sync::Once;
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
 use arena_pool::allocator_api2::boxed::Box;
 use arena_pool::allocator_api2::vec::Vec;
-use arena_pool::{Arena, LocalArena, Pool, SizeClassPool, SyncArena, SyncPool};
+use arena_pool::{Arena, LocalArena, Pool, SizeClassOptions, SizeClassPool, SyncArena, SyncPool};
 
 // ----- the backing allocator -----
+
+/// Scales a count down under Miri (about 1 000 times slower than a native run).
+const fn scaled(native: usize, miri: usize) -> usize {
+    if cfg!(miri) { miri } else { native }
+}
 
 /// What [`Hooked`] panics with.
 const PANIC: &str = "the backing allocator panics (test)";
@@ -408,7 +413,7 @@ fn local_arena_grow_that_unwinds_keeps_the_last_block() {
     let local = shared.local();
     let mut v: Vec<u32, &LocalArena<&Hooked>> = Vec::new_in(&local);
     // Several times: the first pieces come from chunks the shared arena already holds.
-    for _ in 0..3 {
+    for _ in 0..scaled(3, 1) {
         push_until_backing_call(&mut v, 9, &hooked, Hooked::panic_on_next, || {
             (local.stats(), shared.stats())
         });
@@ -488,21 +493,24 @@ fn local_arena_nested_requests() {
 /// even a block that needs a chunk of its own, or asks for the statistics, is served.
 #[test]
 fn sync_arena_refill_that_unwinds_and_nested_requests() {
+    /// More than the first chunk holds; more than any chunk so far.
+    const SMALL: usize = scaled(10_000, 2_000);
+    const BIG: usize = scaled(200_000, 20_000);
     quiet();
     let arena = Rc::new(SyncArena::new_in(Hooked::default()));
     let first = arena.alloc_slice_copy(&[1u8; 100]).as_ptr();
     let stats = arena.stats();
     arena.allocator().panic_on_next();
     expect_backing_panic(|| {
-        arena.alloc_slice_copy(&vec![2u8; 10_000]);
+        arena.alloc_slice_copy(&vec![2u8; SMALL]);
     });
     assert_eq!(arena.stats(), stats);
     // Nothing is left pending against a limit: exactly what is held, plus one chunk for the
     // request, is allowed.
     let held = arena.stats().allocated_bytes_including_metadata;
-    arena.set_allocation_limit(Some(held + 16 * 1024));
+    arena.set_allocation_limit(Some(held + 2 * SMALL));
     let second = arena
-        .try_alloc_slice_copy(&vec![2u8; 10_000])
+        .try_alloc_slice_copy(&vec![2u8; SMALL])
         .expect("within the limit");
     let second = (second.as_ptr(), second.len());
     arena.set_allocation_limit(None);
@@ -513,13 +521,13 @@ fn sync_arena_refill_that_unwinds_and_nested_requests() {
         let arena = weak.upgrade().expect("the arena is alive");
         // Statistics take the lock: not held across the backing call, so no deadlock.
         let _ = arena.stats();
-        for (len, fill) in [(32, 0xA1u8), (200_000, 0xA2)] {
+        for (len, fill) in [(32, 0xA1u8), (BIG, 0xA2)] {
             let s = arena.alloc_slice_copy(&vec![fill; len]);
             out.borrow_mut()
                 .push(((NonNull::from(&mut *s).cast(), len), fill));
         }
     });
-    let big = arena.alloc_slice_copy(&vec![3u8; 100_000]);
+    let big = arena.alloc_slice_copy(&vec![3u8; BIG / 2]);
     let big = (big.as_ptr(), big.len());
     assert!(arena.allocator().nested_ran());
     let nested = nested.borrow();
@@ -580,7 +588,9 @@ fn pool_refill_that_unwinds<P: Allocator, S: PartialEq + core::fmt::Debug>(
     for (j, b) in boxes.iter().enumerate() {
         assert_eq!(**b, [j as u64; 3]);
     }
-    let more: std::vec::Vec<_> = (0..1000u64).map(|k| Box::new_in([k; 3], &pool)).collect();
+    let more: std::vec::Vec<_> = (0..scaled(1000, 100) as u64)
+        .map(|k| Box::new_in([k; 3], &pool))
+        .collect();
     let mut ranges: std::vec::Vec<_> = boxes.iter().map(|b| range_of(&b[..])).collect();
     ranges.extend(more.iter().map(|b| range_of(&b[..])));
     assert_disjoint(&ranges);
@@ -595,7 +605,7 @@ fn pool_refill_that_unwinds<P: Allocator, S: PartialEq + core::fmt::Debug>(
 
 #[test]
 fn pool_slab_refill_that_unwinds() {
-    for n in 0..4 {
+    for n in 0..scaled(4, 3) {
         let hooked = Hooked::default();
         let pool = Pool::new_in(Layout::new::<[u64; 3]>(), &hooked);
         pool_refill_that_unwinds(&hooked, pool, n, |p| p.stats());
@@ -604,9 +614,14 @@ fn pool_slab_refill_that_unwinds() {
 
 #[test]
 fn size_class_pool_page_refill_that_unwinds() {
-    for n in 0..4 {
+    // Small pages, so that a few hundred blocks take several.
+    let options = SizeClassOptions {
+        page_size: 4096,
+        ..SizeClassOptions::default()
+    };
+    for n in 0..scaled(4, 3) {
         let hooked = Hooked::default();
-        let pool = SizeClassPool::new_in(&hooked);
+        let pool = SizeClassPool::with_options_in(options, &hooked);
         pool_refill_that_unwinds(&hooked, pool, n, |p| {
             let s = p.stats();
             (s.pages, s.bytes_held, s.live_blocks(), s.fallback_blocks)
@@ -616,7 +631,7 @@ fn size_class_pool_page_refill_that_unwinds() {
 
 #[test]
 fn sync_pool_slab_refill_that_unwinds() {
-    for n in 0..4 {
+    for n in 0..scaled(4, 3) {
         let hooked = Hooked::default();
         let pool = SyncPool::with_shards_in(Layout::new::<[u64; 3]>(), 2, &hooked);
         pool_refill_that_unwinds(&hooked, pool, n, |p| p.stats());
