@@ -35,7 +35,7 @@ macro_rules! arena_allocator {
             #[inline(always)]
             unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
                 // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
-                unsafe { self.raw().deallocate(ptr, layout) }
+                unsafe { self.raw().deallocate(ptr, layout, self.src()) }
             }
 
             #[inline]

@@ -18,6 +18,7 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::AllocError;
 
+use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
     HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, chunks_until, min_chunk_size, ring,
@@ -55,6 +56,8 @@ pub(crate) struct RawArena {
     /// Set while the arena waits for its backing allocator: a nested request that needs the
     /// cold path is refused ([`RawArena::alloc_slow`]).
     backing_call: BackingCall,
+    /// The large blocks (outside the chunks), newest first.
+    large: LargeList,
 }
 
 /// A saved position: what a scope restores on exit.
@@ -64,6 +67,8 @@ pub(crate) struct RawCheckpoint {
     ptr: NonNull<u8>,
     end: NonNull<u8>,
     used_before: usize,
+    /// Large blocks (re)allocated from this mark on are freed by a restore.
+    large: u64,
 }
 
 /// An aligned, non-null pointer for a zero-sized block.
@@ -139,6 +144,7 @@ impl RawArena {
             limit: Cell::new(None),
             growth_cap: cap,
             backing_call: BackingCall::new(),
+            large: LargeList::new(),
         }
     }
 
@@ -227,6 +233,9 @@ impl RawArena {
         // chunk there, so the nested request must not change it.
         if self.backing_call.in_progress() {
             return Err(Failure::Reentered);
+        }
+        if layout.size() >= LARGE_THRESHOLD {
+            return self.alloc_large(layout, src);
         }
         // A small dispatcher, so that the first allocation of an arena does not pay for the
         // general path's stack frame.
@@ -338,7 +347,7 @@ impl RawArena {
         let within_limit = self
             .limit
             .get()
-            .is_none_or(|limit| size <= limit.saturating_sub(self.held.get()));
+            .is_none_or(|limit| size <= limit.saturating_sub(self.held_total()));
         if size <= cur.size() || !within_limit {
             return false;
         }
@@ -363,7 +372,7 @@ impl RawArena {
             chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
                 .ok_or(Failure::CapacityOverflow)?;
         if let Some(limit) = self.limit.get() {
-            let left = limit.saturating_sub(self.held.get());
+            let left = limit.saturating_sub(self.held_total());
             if size > left {
                 // The smallest chunk that still holds the request keeps the limit honest.
                 let needed = min_chunk_size(layout).ok_or(Failure::CapacityOverflow)?;
@@ -514,15 +523,40 @@ impl RawArena {
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
-    /// `Allocator::deallocate`: rolls the position back when `p` is the last block of the scope.
+    /// `Allocator::deallocate`: rolls the position back when `p` is the last block of the scope;
+    /// a large block (only a block of at least the threshold can be one) goes back to the
+    /// backing allocator.
     ///
     /// # Safety
     /// `p` was allocated by this arena with `layout` (any size between the requested size and the
-    /// returned length) and is not used afterwards.
+    /// returned length) and is not used afterwards; `src` is the arena's source.
     #[inline(always)]
-    pub(crate) unsafe fn deallocate(&self, p: NonNull<u8>, layout: Layout) {
+    pub(crate) unsafe fn deallocate<S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<u8>,
+        layout: Layout,
+        src: &S,
+    ) {
         // A freed block is never touched again (a rolled-back one is handed out anew by a later
         // bump, which unpoisons it).
+        if let Some(start) = self.last_start(p, layout.size()) {
+            poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size()));
+            self.ptr.set(start);
+        } else if layout.size() >= LARGE_THRESHOLD {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.deallocate_not_last(p, layout, src) }
+        } else {
+            poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size()));
+        }
+    }
+
+    /// [`deallocate`](Self::deallocate) of a block bumped in the current chunk (never a large
+    /// block): rolled back when it is last.
+    ///
+    /// # Safety
+    /// As for `deallocate`; the block lies in a chunk.
+    #[inline(always)]
+    pub(crate) unsafe fn release_bump(&self, p: NonNull<u8>, layout: Layout) {
         poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size()));
         if let Some(start) = self.last_start(p, layout.size()) {
             self.ptr.set(start);
@@ -587,6 +621,9 @@ impl RawArena {
         let q = if let Some(start) = self.last_start(p, old.size()) {
             // SAFETY: `[start, ptr)` is the last block and holds `old.size()` live bytes.
             unsafe { self.move_last(start, new, old.size(), src) }?
+        } else if let Some(b) = self.find_large(p, old) {
+            // SAFETY: `b` is the caller's block, of `old`; `new` is larger.
+            return unsafe { self.resize_large(b, old, new, zeroed, src) };
         } else {
             let q = self.alloc(new, src)?;
             // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
@@ -625,6 +662,10 @@ impl RawArena {
             return unsafe { self.shrink_elsewhere(p, old, new, src) };
         }
         let Some(start) = self.last_start(p, old.size()) else {
+            if old.size() >= LARGE_THRESHOLD {
+                // SAFETY: forwarded from the caller.
+                return unsafe { self.shrink_not_last(p, old, new, src) };
+            }
             // The caller may keep using the whole block.
             return Ok(NonNull::slice_from_raw_parts(p, old.size()));
         };
@@ -652,6 +693,9 @@ impl RawArena {
         let q = if let Some(start) = self.last_start(p, old.size()) {
             // SAFETY: `[start, ptr)` is the last block; its first `new.size()` bytes are kept.
             unsafe { self.move_last(start, new, new.size(), src) }.map_err(|_| AllocError)?
+        } else if let Some(b) = self.find_large(p, old) {
+            // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
+            unsafe { self.resize_large(b, old, new, false, src) }.map_err(|_| AllocError)?
         } else {
             let q = self.alloc(new, src).map_err(|_| AllocError)?;
             // SAFETY: `q` is fresh, after every live block, so it does not overlap `p`.
@@ -700,6 +744,7 @@ impl RawArena {
         }
         // The old block is last again before anything else runs.
         self.ptr.set(saved);
+        let chunk = self.chunk.get();
         // What the chunk left behind will have recorded as used if the old block is still its
         // last one then (a nested request may have bumped after it meanwhile).
         let used_with_block = self
@@ -711,10 +756,186 @@ impl RawArena {
         // block is still allocated and holds the caller's bytes.
         unsafe { ptr::copy_nonoverlapping(start.as_ptr(), q.as_ptr(), keep) };
         poison(start.as_ptr(), saved.as_ptr());
-        if used_with_block == Some(self.used_before.get()) {
+        if self.chunk.get() == chunk && self.ptr.get() == saved {
+            // `q` is a large block: the old block is still the current chunk's last one.
+            self.ptr.set(start);
+        } else if used_with_block == Some(self.used_before.get()) {
             // The chunk was left with the old block last: it no longer counts as used.
             self.used_before
                 .set(self.used_before.get() - (saved.addr().get() - start.addr().get()));
+        }
+        Ok(q)
+    }
+
+    // ----- large blocks (see `super::large`) -----
+
+    /// Bytes held from the backing allocator: chunks and large blocks.
+    fn held_total(&self) -> usize {
+        self.held.get() + self.large.bytes()
+    }
+
+    /// Fails when `more` bytes from the backing allocator would pass the limit.
+    fn check_limit(&self, more: usize) -> Result<(), Failure> {
+        match self.limit.get() {
+            Some(limit) if more > limit.saturating_sub(self.held_total()) => {
+                Err(Failure::LimitReached { limit })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Takes a large block for `layout`, a request of at least the threshold that does not fit
+    /// the current chunk. Changes nothing when it fails (or the backing allocator unwinds).
+    fn alloc_large<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
+        let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
+        self.check_limit(block.size())?;
+        let p = self.backing_call.run(|| src.allocate_large(block))?;
+        // SAFETY: a fresh block of `block`'s layout, ours alone.
+        let b = unsafe { Large::init(p.cast(), block) };
+        self.large.push(b);
+        Ok(b.data())
+    }
+
+    /// The large block whose data is the caller's block `p` of `old`, if it is one (only a block
+    /// of at least the threshold can be).
+    fn find_large(&self, p: NonNull<u8>, old: Layout) -> Option<Large> {
+        if old.size() < LARGE_THRESHOLD {
+            return None;
+        }
+        self.large.find(p, old.align())
+    }
+
+    /// Gives `b`, unlinked from the list, back to the backing allocator.
+    ///
+    /// # Safety
+    /// `b` came from `src`, is unlinked, and its data is not used again.
+    unsafe fn release_large<S: ChunkSource + ?Sized>(&self, b: Large, src: &S) {
+        // SAFETY: the block came from `src` with this layout (the caller).
+        self.backing_call
+            .run(|| unsafe { src.deallocate_large(b.block(), b.layout()) });
+    }
+
+    /// Frees the large blocks (re)allocated at or after `mark` (every one for 0).
+    ///
+    /// # Safety
+    /// None of them is used again; `src` is the arena's source.
+    unsafe fn release_large_since<S: ChunkSource + ?Sized>(&self, mark: u64, src: &S) {
+        while let Some(b) = self.large.pop_since(mark) {
+            // SAFETY: unlinked just now; the caller vouches for the rest.
+            unsafe { self.release_large(b, src) };
+        }
+    }
+
+    /// `deallocate` of a block that is not the last one, of at least the threshold: a large
+    /// block goes back to the backing allocator, a bump block stays where it is.
+    ///
+    /// # Safety
+    /// As for [`deallocate`](Self::deallocate).
+    #[cold]
+    #[inline(never)]
+    unsafe fn deallocate_not_last<S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<u8>,
+        layout: Layout,
+        src: &S,
+    ) {
+        match self.large.find(p, layout.align()) {
+            Some(b) => {
+                self.large.unlink(b);
+                // SAFETY: the caller's block, not used again.
+                unsafe { self.release_large(b, src) };
+            }
+            None => poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size())),
+        }
+    }
+
+    /// `shrink` of a block that is not the last one, of at least the threshold: a large block
+    /// shrinks through the backing allocator, a bump block keeps its place and length.
+    ///
+    /// # Safety
+    /// As for [`shrink`](Self::shrink).
+    #[cold]
+    #[inline(never)]
+    unsafe fn shrink_not_last<S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        src: &S,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        match self.large.find(p, old.align()) {
+            Some(b) => {
+                // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
+                let q = unsafe { self.resize_large(b, old, new, false, src) }
+                    .map_err(|_| AllocError)?;
+                Ok(NonNull::slice_from_raw_parts(q, new.size()))
+            }
+            None => Ok(NonNull::slice_from_raw_parts(p, old.size())),
+        }
+    }
+
+    /// Grows or shrinks large block `b`, the caller's block of `old`, to `new`: through the
+    /// backing allocator's `grow`/`shrink` while it stays large with the same block alignment;
+    /// otherwise it moves (into a chunk when `new` is below the threshold). With `zeroed`, the
+    /// bytes past `old.size()` are zeroed. On failure (or unwind) nothing changes.
+    ///
+    /// # Safety
+    /// `b`'s data is the caller's live block of `old`, and `src` is the arena's source.
+    #[cold]
+    #[inline(never)]
+    unsafe fn resize_large<S: ChunkSource + ?Sized>(
+        &self,
+        b: Large,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
+        let (block, _) = block_layout(new).ok_or(Failure::CapacityOverflow)?;
+        let old_block = b.layout();
+        let q = if new.size() < LARGE_THRESHOLD || block.align() != old_block.align() {
+            let q = self.alloc(new, src)?;
+            // SAFETY: `q` is a fresh block, distinct from `b`'s; both hold the bytes copied.
+            unsafe {
+                ptr::copy_nonoverlapping(b.data().as_ptr(), q.as_ptr(), old.size().min(new.size()))
+            };
+            self.large.unlink(b);
+            // SAFETY: `b` is unlinked, and its data was the caller's old block.
+            unsafe { self.release_large(b, src) };
+            q
+        } else {
+            if block.size() > old_block.size() {
+                self.check_limit(block.size() - old_block.size())?;
+            }
+            // Unlinked while the backing allocator runs: it may move the block, or call back
+            // into this arena.
+            self.large.unlink(b);
+            // SAFETY: `b`'s block came from `src` with `old_block`; `block` has its alignment.
+            let resized = self
+                .backing_call
+                .run(|| unsafe { src.resize_large(b.block(), old_block, block) });
+            match resized {
+                Ok(p) => {
+                    // SAFETY: the block, moved or not, holds the old block's bytes (its header
+                    // among them) and is of `block`'s layout.
+                    let b = unsafe { Large::resized(p.cast(), block) };
+                    self.large.push(b);
+                    b.data()
+                }
+                Err(e) => {
+                    self.large.reinsert(b);
+                    return Err(e);
+                }
+            }
+        };
+        if zeroed && new.size() > old.size() {
+            // SAFETY: `q` is writable for `new.size()` bytes; the tail is written through a raw
+            // pointer.
+            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
         }
         Ok(q)
     }
@@ -728,6 +949,7 @@ impl RawArena {
             ptr: self.ptr.get(),
             end: self.end.get(),
             used_before: self.used_before.get(),
+            large: self.large.mark(),
         }
     }
 
@@ -757,12 +979,15 @@ impl RawArena {
         cp
     }
 
-    /// Returns to `cp`; chunks entered since become spares.
+    /// Returns to `cp`; chunks entered since become spares, large blocks (re)allocated since go
+    /// back to the backing allocator.
     ///
     /// # Safety
-    /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), and no
-    /// block allocated after it is used again.
-    pub(crate) unsafe fn restore(&self, cp: RawCheckpoint) {
+    /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), no
+    /// block allocated after it is used again, and `src` is the arena's source.
+    pub(crate) unsafe fn restore<S: ChunkSource + ?Sized>(&self, cp: RawCheckpoint, src: &S) {
+        // SAFETY: the large blocks (re)allocated since `cp` are not used again (the caller).
+        unsafe { self.release_large_since(cp.large, src) };
         // Everything after `cp` is free again: the rest of its chunk and every later chunk.
         let Some(c) = cp.chunk else {
             // Taken before the first chunk: "nothing used" is the start of the first chunk, if
@@ -782,13 +1007,15 @@ impl RawArena {
         self.used_before.set(cp.used_before);
     }
 
-    /// Forgets every block; keeps every chunk, the largest first. The chunks form a ring, so
-    /// making the largest first is one store: no relinking.
+    /// Forgets every block and frees the large ones; keeps every chunk, the largest first. The
+    /// chunks form a ring, so making the largest first is one store: no relinking.
     ///
     /// # Safety
-    /// No block of this arena is used again.
+    /// No block of this arena is used again, and `src` is the arena's source.
     #[inline]
-    pub(crate) unsafe fn reset(&self) {
+    pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.release_large_since(0, src) };
         let Some(largest) = self.largest.get() else {
             return;
         };
@@ -829,6 +1056,8 @@ impl RawArena {
     /// # Safety
     /// `src` is the source the chunks came from and no block is used again.
     pub(crate) unsafe fn release_all<S: ChunkSource + ?Sized>(&self, src: &S) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.release_large_since(0, src) };
         self.chunk.set(None);
         self.largest.set(None);
         let Some(head) = self.head.take() else { return };
@@ -855,22 +1084,33 @@ impl RawArena {
 
     /// Bytes handed out, alignment padding included, up to the current position.
     pub(crate) fn used_bytes(&self) -> usize {
-        match self.chunk.get() {
+        (match self.chunk.get() {
             Some(c) => {
                 self.used_before.get() + (self.ptr.get().addr().get() - c.start().addr().get())
             }
             None => 0,
-        }
+        }) + self.large.data_bytes()
     }
 
-    /// Usable bytes of all held chunks.
+    /// Usable bytes of all held chunks and large blocks.
     pub(crate) fn allocated_bytes(&self) -> usize {
-        self.held.get() - self.chunks.get() * HEADER_SIZE
+        self.held.get() - self.chunks.get() * HEADER_SIZE + self.large.data_bytes()
     }
 
     /// Bytes held from the backing allocator, headers included.
     pub(crate) fn allocated_bytes_including_metadata(&self) -> usize {
-        self.held.get()
+        self.held_total()
+    }
+
+    /// Large blocks held.
+    pub(crate) fn large_count(&self) -> usize {
+        self.large.count()
+    }
+
+    /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn large_list(&self) -> &LargeList {
+        &self.large
     }
 
     /// Bytes left in the current chunk.

@@ -63,6 +63,28 @@ pub(crate) trait ChunkSource {
     /// layout of alignment [`CHUNK_ALIGN`], `layout` has that alignment and a size between the
     /// requested size and the returned length, and the block is not used afterwards.
     unsafe fn deallocate_chunk(&self, ptr: NonNull<u8>, layout: Layout);
+
+    /// Takes a large block (see [`large`](super::large)) from the backing allocator.
+    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure>;
+
+    /// Returns a large block to the backing allocator.
+    ///
+    /// # Safety
+    /// `ptr` is a block of `layout` that [`allocate_large`](Self::allocate_large) or
+    /// [`resize_large`](Self::resize_large) of the same source returned, not used afterwards.
+    unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout);
+
+    /// Grows or shrinks a large block to `new` (the backing allocator's `grow` or `shrink`,
+    /// which keep its bytes up to the smaller size); on failure the block is unchanged.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of `old` from this source, and `new` has `old`'s alignment.
+    unsafe fn resize_large(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, Failure>;
 }
 
 /// A chunk, seen through its header pointer. Copyable handle; the arena owns the memory.

@@ -2,6 +2,7 @@
 
 mod bump;
 mod chunk;
+mod large;
 pub(crate) mod poison;
 mod scope;
 mod stats;
@@ -21,6 +22,8 @@ pub(crate) use chunk::ChunkSource;
 pub(crate) use chunk::{
     CHUNK_ALIGN, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
 };
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
+pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
@@ -191,7 +194,7 @@ impl<A: Allocator> Arena<A> {
     pub fn reset(&mut self) {
         // SAFETY: `&mut self` proves no reference, collection or scope borrows the arena, so no
         // block is used again.
-        unsafe { self.raw.reset() }
+        unsafe { self.raw.reset(&*self) }
     }
 
     /// Same as [`reset`](Arena::reset).
@@ -351,6 +354,32 @@ impl<A: Allocator> ChunkSource for Arena<A> {
     unsafe fn deallocate_chunk(&self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: forwarded from the caller: `ptr` came from `self.alloc` with `layout`.
         unsafe { self.alloc.deallocate(ptr, layout) }
+    }
+
+    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.allocate_chunk(layout)
+    }
+
+    unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller: `ptr` came from `self.alloc` with `layout`.
+        unsafe { self.alloc.deallocate(ptr, layout) }
+    }
+
+    unsafe fn resize_large(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, Failure> {
+        // SAFETY: forwarded from the caller: `ptr` is a live block of `self.alloc` with `old`.
+        let resized = unsafe {
+            if new.size() >= old.size() {
+                self.alloc.grow(ptr, old, new)
+            } else {
+                self.alloc.shrink(ptr, old, new)
+            }
+        };
+        resized.map_err(|AllocError| Failure::OutOfMemory(new))
     }
 }
 

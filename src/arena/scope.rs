@@ -90,7 +90,7 @@ impl<'a> ArenaRef<'a> {
                 // SAFETY: the checkpoint was taken from this arena on entry; nothing can reset or
                 // trim it while it is mutably borrowed here, and the child's blocks cannot be
                 // used after its closure has returned (they carry its lifetime).
-                unsafe { self.arena.raw().restore(self.checkpoint) }
+                unsafe { self.arena.raw().restore(self.checkpoint, self.arena.src()) }
             }
         }
 
@@ -160,7 +160,7 @@ impl<'a> ArenaRef<'a> {
     /// - no block allocated after it (reference, `Vec`, `Box`, …) is used afterwards.
     pub unsafe fn reset_to(&mut self, checkpoint: Checkpoint) {
         // SAFETY: forwarded from the caller.
-        unsafe { self.raw().restore(checkpoint.0) }
+        unsafe { self.raw().restore(checkpoint.0, self.src()) }
     }
 }
 
@@ -198,7 +198,7 @@ impl Drop for ScopeGuard<'_> {
         // SAFETY: the checkpoint was taken on entry from this arena, which stayed mutably
         // borrowed by the guard, so it was not reset or trimmed; every block allocated through
         // the guard borrowed it and is gone now.
-        unsafe { self.arena.raw().restore(self.checkpoint) }
+        unsafe { self.arena.raw().restore(self.checkpoint, self.arena.src()) }
     }
 }
 

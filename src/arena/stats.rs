@@ -16,12 +16,15 @@
 pub struct ArenaStats {
     /// Chunks held from the backing allocator (in use or kept for reuse).
     pub chunks: usize,
+    /// Large blocks held: blocks of at least 64 KiB that did not fit the current chunk, each
+    /// taken from the backing allocator on its own (and given back as soon as it is freed).
+    pub large_blocks: usize,
     /// Bytes handed out up to the current position, alignment padding included: what
     /// [`used_bytes`](crate::Arena::used_bytes) returns.
     pub used_bytes: usize,
-    /// Usable bytes of every held chunk (headers excluded).
+    /// Usable bytes of every held chunk and large block (headers excluded).
     pub allocated_bytes: usize,
-    /// Bytes held from the backing allocator, chunk headers included.
+    /// Bytes held from the backing allocator, headers included.
     pub allocated_bytes_including_metadata: usize,
     /// Bytes left in the current chunk.
     pub chunk_capacity: usize,
@@ -74,6 +77,7 @@ macro_rules! stats_api {
                 let raw = self.raw();
                 $crate::ArenaStats {
                     chunks: raw.chunk_count(),
+                    large_blocks: raw.large_count(),
                     used_bytes: raw.used_bytes(),
                     allocated_bytes: raw.allocated_bytes(),
                     allocated_bytes_including_metadata: raw.allocated_bytes_including_metadata(),

@@ -14,17 +14,34 @@ use super::chunk::ChunkSource;
 use crate::error::Failure;
 
 /// Deallocates a block on drop: releases a block whose initialiser panicked or failed.
-struct Release<'r> {
+struct Release<'r, S: ChunkSource + ?Sized> {
+    raw: &'r RawArena,
+    src: &'r S,
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl<S: ChunkSource + ?Sized> Drop for Release<'_, S> {
+    fn drop(&mut self) {
+        // SAFETY: the block was allocated from `raw` (whose source is `src`) with `layout` and
+        // holds no value that is used again (its initialiser did not complete).
+        unsafe { self.raw.deallocate(self.ptr, self.layout, self.src) }
+    }
+}
+
+/// [`Release`] for a block bumped in the current chunk (never a large block): rolls it back,
+/// with no source to carry on the fast path.
+struct ReleaseBump<'r> {
     raw: &'r RawArena,
     ptr: NonNull<u8>,
     layout: Layout,
 }
 
-impl Drop for Release<'_> {
+impl Drop for ReleaseBump<'_> {
     fn drop(&mut self) {
-        // SAFETY: the block was allocated from `raw` with `layout` and holds no value that is
-        // used again (its initialiser did not complete).
-        unsafe { self.raw.deallocate(self.ptr, self.layout) }
+        // SAFETY: the block was bumped in this arena's current chunk with `layout` and holds no
+        // value that is used again.
+        unsafe { self.raw.release_bump(self.ptr, self.layout) }
     }
 }
 
@@ -141,7 +158,7 @@ impl<T, S: ChunkSource + ?Sized> Drop for Building<'_, T, S> {
             // SAFETY: our block of `cap` elements, not used again.
             unsafe {
                 self.raw
-                    .deallocate(self.ptr.cast(), array_layout::<T>(self.cap))
+                    .deallocate(self.ptr.cast(), array_layout::<T>(self.cap), self.src)
             };
         }
     }
@@ -267,7 +284,7 @@ impl RawArena {
     ) -> Result<NonNull<T>, Failure> {
         let p = self.place::<T, _>(src)?;
         // SAFETY: `p` is fresh room for a `T` (dangling, for a zero-sized `T`).
-        Ok(unsafe { self.init_with(p, f) })
+        Ok(unsafe { self.init_placed_with(p, src, f) })
     }
 
     /// [`alloc_with`](Self::alloc_with) for the panicking API: a failure is raised in the cold
@@ -304,11 +321,34 @@ impl RawArena {
     /// Writes `f()` to `p`; the room is released if `f` panics.
     ///
     /// # Safety
-    /// `p` is fresh room for a `T` allocated from this arena (or dangling for a zero-sized `T`).
+    /// `p` is fresh room for a `T` bumped in this arena's current chunk.
     #[inline(always)]
     unsafe fn init_with<T>(&self, p: NonNull<T>, f: impl FnOnce() -> T) -> NonNull<T> {
+        let release = ReleaseBump {
+            raw: self,
+            ptr: p.cast(),
+            layout: Layout::new::<T>(),
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { p.write(f()) };
+        mem::forget(release);
+        p
+    }
+
+    /// [`init_with`](Self::init_with) for room placed by any path (a large block among them).
+    ///
+    /// # Safety
+    /// `p` is fresh room for a `T` allocated from this arena, whose source is `src` (or dangling
+    /// for a zero-sized `T`).
+    unsafe fn init_placed_with<T, S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<T>,
+        src: &S,
+        f: impl FnOnce() -> T,
+    ) -> NonNull<T> {
         let release = Release {
             raw: self,
+            src,
             ptr: p.cast(),
             layout: Layout::new::<T>(),
         };
@@ -329,6 +369,7 @@ impl RawArena {
         let p = self.place::<T, _>(src)?;
         let release = Release {
             raw: self,
+            src,
             ptr: p.cast(),
             layout: Layout::new::<T>(),
         };
@@ -352,31 +393,34 @@ impl RawArena {
     /// # Safety
     /// `dst` is a fresh block of this arena allocated for `[T; len]` (a valid array layout).
     #[inline]
-    pub(crate) unsafe fn fill_with<T>(
+    pub(crate) unsafe fn fill_with<T, S: ChunkSource + ?Sized>(
         &self,
+        src: &S,
         dst: NonNull<T>,
         len: usize,
         mut f: impl FnMut(usize) -> T,
     ) {
-        struct Partial<'r, T> {
+        struct Partial<'r, T, S: ChunkSource + ?Sized> {
             raw: &'r RawArena,
+            src: &'r S,
             dst: NonNull<T>,
             done: usize,
             len: usize,
         }
-        impl<T> Drop for Partial<'_, T> {
+        impl<T, S: ChunkSource + ?Sized> Drop for Partial<'_, T, S> {
             fn drop(&mut self) {
                 // SAFETY: the first `done` slots were written and are owned by this guard; the
                 // block was allocated for `[T; len]` and is not used again.
                 unsafe {
                     ptr::drop_in_place(NonNull::slice_from_raw_parts(self.dst, self.done).as_ptr());
                     self.raw
-                        .deallocate(self.dst.cast(), array_layout::<T>(self.len));
+                        .deallocate(self.dst.cast(), array_layout::<T>(self.len), self.src);
                 }
             }
         }
         let mut partial = Partial {
             raw: self,
+            src,
             dst,
             done: 0,
             len,
@@ -400,7 +444,7 @@ impl RawArena {
     ) -> Result<NonNull<[T]>, Failure> {
         let dst = self.place_array::<T, _>(len, src)?;
         // SAFETY: `dst` is a fresh block for `[T; len]`.
-        unsafe { self.fill_with(dst, len, f) };
+        unsafe { self.fill_with(src, dst, len, f) };
         Ok(NonNull::slice_from_raw_parts(dst, len))
     }
 
@@ -425,7 +469,7 @@ impl RawArena {
     ) -> Result<NonNull<[T; N]>, Failure> {
         let dst = self.place::<[T; N], _>(src)?;
         // SAFETY: `[T; N]` has the layout of `Layout::array::<T>(N)`, and `dst` is fresh.
-        unsafe { self.fill_with(dst.cast::<T>(), N, f) };
+        unsafe { self.fill_with(src, dst.cast::<T>(), N, f) };
         Ok(dst)
     }
 

@@ -9,11 +9,13 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::arena::{
-    ArenaStats, ChunkSource, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, dangling,
-    min_chunk_size, satisfies,
+    ArenaStats, ChunkSource, HEADER_SIZE, LARGE_THRESHOLD, LargeList, chunk_size_for,
+    chunk_size_for_capacity, dangling, min_chunk_size, satisfies,
 };
 use crate::error::Failure;
 use crate::sync::LocalArena;
+
+mod large_blocks;
 
 /// The header at the start of every chunk of a [`SyncArena`].
 struct SharedChunk {
@@ -139,9 +141,16 @@ struct Chunks {
     count: usize,
     /// Cap on `held`.
     limit: Option<usize>,
-    /// Bytes of the chunks being taken from the backing allocator right now, which happens with
-    /// the lock released: counted against the limit until they arrive.
+    /// Bytes being taken from the backing allocator right now, which happens with the lock
+    /// released: counted against the limit until they arrive.
     pending: usize,
+    /// The shared path's large blocks, and those of dropped handles.
+    large: LargeList,
+    /// Bytes, data bytes and number of every large block taken through this arena (the
+    /// handles' included).
+    large_bytes: usize,
+    large_data: usize,
+    large_count: usize,
 }
 
 impl Chunks {
@@ -254,6 +263,10 @@ impl<A: Allocator> SyncArena<A> {
                 count: 0,
                 limit: None,
                 pending: 0,
+                large: LargeList::new(),
+                large_bytes: 0,
+                large_data: 0,
+                large_count: 0,
             }),
             alloc,
         }
@@ -321,6 +334,7 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Forgets every block and keeps the chunks for reuse, the largest first.
     pub fn reset(&mut self) {
+        self.free_all_large();
         let chunks = self.chunks.get_mut();
         // Move every used chunk onto the spare list, then rewind every spare's cursor and find
         // the largest. `&mut self`: no other thread is inside the arena, no block is used again.
@@ -382,9 +396,10 @@ impl<A: Allocator> SyncArena<A> {
         let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
         ArenaStats {
             chunks: chunks.count,
-            used_bytes,
-            allocated_bytes: chunks.held - chunks.count * DATA_OFFSET,
-            allocated_bytes_including_metadata: chunks.held,
+            large_blocks: chunks.large_count,
+            used_bytes: used_bytes + chunks.large_data,
+            allocated_bytes: chunks.held - chunks.count * DATA_OFFSET + chunks.large_data,
+            allocated_bytes_including_metadata: chunks.held + chunks.large_bytes,
             chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
             allocation_limit: chunks.limit,
         }
@@ -428,6 +443,9 @@ impl<A: Allocator> SyncArena<A> {
     fn place_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
+        }
+        if layout.size() >= LARGE_THRESHOLD {
+            return self.place_large(layout);
         }
         let mut chunks = self.chunks.lock();
         if let Some(p) = self.bump_current(layout) {
@@ -503,7 +521,7 @@ impl<A: Allocator> SyncArena<A> {
         let (mut size, mut nominal) =
             chunk_size_for(padded, chunks.growth, false).ok_or(Failure::CapacityOverflow)?;
         if let Some(limit) = chunks.limit {
-            let left = limit.saturating_sub(chunks.held + chunks.pending);
+            let left = limit.saturating_sub(chunks.held + chunks.pending + chunks.large_bytes);
             if size > left {
                 // The smallest chunk that still holds the request.
                 let needed = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
@@ -541,16 +559,16 @@ impl<A: Allocator> SyncArena<A> {
         Ok(Chunk(base))
     }
 
-    /// Gives `[from, to)` back when it is the end of what the current chunk handed out.
-    pub(crate) fn give_back(&self, from: NonNull<u8>, to: NonNull<u8>) {
+    /// Gives `[from, to)` back when it is the end of what the current chunk handed out;
+    /// returns whether it did.
+    pub(crate) fn give_back(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
         if from == to {
-            return;
+            return false;
         }
-        if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
-            // Succeeds only when `to` is the cursor, which proves `[from, to)` lies in this chunk
-            // (chunks do not overlap, and the cursor is inside its own chunk).
-            Chunk(c).move_cursor(to.addr().get(), from.addr().get());
-        }
+        // Succeeds only when `to` is the cursor, which proves `[from, to)` lies in this chunk
+        // (chunks do not overlap, and the cursor is inside its own chunk).
+        NonNull::new(self.current.load(Ordering::Acquire))
+            .is_some_and(|c| Chunk(c).move_cursor(to.addr().get(), from.addr().get()))
     }
 
     /// In-place resize of the last block `[p, p + old)` to `new_size`, if it is the last block of
@@ -623,6 +641,7 @@ fn take_spare(chunks: &mut Chunks, layout: Layout) -> Option<Chunk> {
 
 impl<A: Allocator> Drop for SyncArena<A> {
     fn drop(&mut self) {
+        self.free_all_large();
         let chunks = self.chunks.get_mut();
         for list in [chunks.used.take(), chunks.spares.take()] {
             let mut c = list;
@@ -653,6 +672,27 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
     unsafe fn deallocate_chunk(&self, _ptr: NonNull<u8>, _layout: Layout) {
         // Pieces stay with the shared arena: the `LocalArena`'s blocks in them outlive it.
     }
+
+    /// A handle's large blocks come from the shared arena's backing allocator, counted by the
+    /// shared arena (and its limit); the handle lists them, and hands them over when dropped.
+    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.take_large(layout)
+    }
+
+    unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.give_large(ptr, layout) }
+    }
+
+    unsafe fn resize_large(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, Failure> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize_large_block(ptr, old, new) }
+    }
 }
 
 // ----- the shared path's Allocator rules and typed helpers -----
@@ -666,7 +706,12 @@ impl<A: Allocator> SyncArena<A> {
         // SAFETY: `p + size` is the end of the caller's block (`p` itself for an empty one, which
         // `give_back` ignores).
         let end = unsafe { p.add(layout.size()) };
-        self.give_back(p, end);
+        if !self.give_back(p, end) {
+            if let Some(b) = self.unlink_large(p, layout) {
+                // SAFETY: the caller's large block, not used again.
+                unsafe { self.free_large(b) };
+            }
+        }
     }
 
     /// `Allocator::grow` / `grow_zeroed`: in place when the block is last and the chunk has room.
@@ -686,6 +731,10 @@ impl<A: Allocator> SyncArena<A> {
             && self.resize_last(p, old.size(), new.size())
         {
             p
+        } else if let Some(b) = self.unlink_large(p, old) {
+            // SAFETY: `b` is the caller's block, of `old`.
+            let q = unsafe { self.resize_large(b, old, new, zeroed) }?;
+            return Ok(NonNull::slice_from_raw_parts(q, new.size()));
         } else {
             let q = self.place(new).map_err(|_| AllocError)?;
             // The old block is not given back: `q` was bumped after it (or in a newer chunk), so
@@ -717,11 +766,20 @@ impl<A: Allocator> SyncArena<A> {
         if unsafe { satisfies(p, old, new) } {
             let len = if self.resize_last(p, old.size(), new.size()) {
                 new.size()
+            } else if let Some(b) = self.unlink_large(p, old) {
+                // SAFETY: `b` is the caller's block, of `old`.
+                let q = unsafe { self.resize_large(b, old, new, false) }?;
+                return Ok(NonNull::slice_from_raw_parts(q, new.size()));
             } else {
                 // Not last: the caller may keep using the whole block.
                 old.size()
             };
             return Ok(NonNull::slice_from_raw_parts(p, len));
+        }
+        if let Some(b) = self.unlink_large(p, old) {
+            // SAFETY: `b` is the caller's block, of `old`.
+            let q = unsafe { self.resize_large(b, old, new, false) }?;
+            return Ok(NonNull::slice_from_raw_parts(q, new.size()));
         }
         let q = self.place(new).map_err(|_| AllocError)?;
         // SAFETY: fresh block, no overlap; `new.size() <= old.size()` bytes are readable.

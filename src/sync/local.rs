@@ -89,6 +89,8 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
         // The shared arena hands these bytes out without poisoning (ASan builds).
         crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
         self.shared.give_back(from, to);
+        // Its large blocks outlive it too: the shared arena frees them on reset or drop.
+        self.shared.adopt_large(self.raw.large_list());
     }
 }
 

@@ -1,0 +1,336 @@
+//! Large blocks: a request of at least [`LARGE_THRESHOLD`] bytes that does not fit the current
+//! chunk gets a block of its own from the backing allocator, outside the chunk ring. Memory
+//! follows the data: such a block goes back to the backing allocator as soon as it is freed
+//! (last or not), grows and shrinks through the backing allocator's `grow`/`shrink` (realloc,
+//! which on glibc moves large blocks by remapping pages rather than copying), and is freed by a
+//! reset, by the exit of the scope it was made in, and by drop.
+//!
+//! A block is `[header | padding | data]`, aligned to the data's alignment (at least 16); the
+//! header links it into the owner's list of large blocks, newest first. Each block carries a
+//! sequence number, taken when it is (re)allocated, so that a scope's exit (or a checkpoint's
+//! restore) frees exactly the blocks (re)allocated since it began: those are the newest ones.
+//!
+//! This module keeps the list and the block headers; the owner (an arena, or a `SyncArena` under
+//! its lock) calls the backing allocator, checks its limit and links blocks in.
+//!
+//! Why the threshold is a fixed 64 KiB: below it a block stays a bump block, so small and
+//! mid-sized blocks keep bump speed and share chunks; above it a block is large enough that one
+//! backing call per allocation is noise next to writing the block, and that a growing collection
+//! (whose buffers double) has left only chunks of together less than twice the threshold behind
+//! when it gets there. Measured on a `Vec<u64>` pushed to 100 000 elements in a fresh arena: the
+//! peak held was 4.0x the final buffer with every block in a chunk, 1.1x with this threshold.
+
+use core::alloc::Layout;
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+/// Requests of at least this many bytes that do not fit the current chunk get a block of their
+/// own (see the module documentation for why this value).
+pub(crate) const LARGE_THRESHOLD: usize = 64 * 1024;
+
+/// The least alignment of a large block (its header's fields need 8).
+const BLOCK_ALIGN: usize = 16;
+
+/// The header at the start of every large block.
+#[repr(C)]
+struct LargeHeader {
+    /// The next newer block of the list (`None` for the newest).
+    newer: Option<NonNull<LargeHeader>>,
+    /// The next older block.
+    older: Option<NonNull<LargeHeader>>,
+    /// Bytes of the whole block (its layout's size).
+    size: usize,
+    /// Alignment of the whole block (its layout's alignment).
+    align: usize,
+    /// When the block was (re)allocated: larger is newer.
+    seq: u64,
+}
+
+/// The layout of the whole block for data of `data`'s layout, and the offset of the data; `None`
+/// when it overflows.
+pub(crate) fn block_layout(data: Layout) -> Option<(Layout, usize)> {
+    let align = data.align().max(BLOCK_ALIGN);
+    let offset = offset_for(align);
+    let size = offset.checked_add(data.size())?;
+    Some((Layout::from_size_align(size, align).ok()?, offset))
+}
+
+/// Bytes of data a block of `block`'s layout (from [`block_layout`]) holds.
+pub(crate) fn data_size(block: Layout) -> usize {
+    block.size() - offset_for(block.align())
+}
+
+/// Where the data of a block aligned to `align` starts.
+fn offset_for(align: usize) -> usize {
+    size_of::<LargeHeader>().next_multiple_of(align)
+}
+
+/// A large block, seen through its header (a copyable handle; the list owns the memory).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Large(NonNull<LargeHeader>);
+
+impl Large {
+    /// Writes the header of a fresh block of `layout` (from [`block_layout`]); not linked yet.
+    ///
+    /// # Safety
+    /// `block` is valid for writes of `layout.size()` bytes, aligned to `layout.align()`, and
+    /// not used by anything else.
+    pub(crate) unsafe fn init(block: NonNull<u8>, layout: Layout) -> Large {
+        let header = block.cast::<LargeHeader>();
+        // SAFETY: the caller guarantees the block is writable and aligned (at least 16, enough
+        // for the header), and every block layout is at least a header long.
+        unsafe {
+            header.write(LargeHeader {
+                newer: None,
+                older: None,
+                size: layout.size(),
+                align: layout.align(),
+                seq: 0,
+            })
+        };
+        Large(header)
+    }
+
+    /// The block of `b`, resized by the backing allocator to `layout` (moved or not): its header
+    /// came along with its bytes; only the size changes.
+    ///
+    /// # Safety
+    /// `block` holds a header written by `init` (copied there by the resize), is of `layout`,
+    /// whose alignment is the one the header records, and is not linked anywhere.
+    pub(crate) unsafe fn resized(block: NonNull<u8>, layout: Layout) -> Large {
+        let b = Large(block.cast());
+        debug_assert_eq!(b.header().align, layout.align());
+        // SAFETY: as in `set_newer`; the block is the caller's alone.
+        unsafe { (*b.0.as_ptr()).size = layout.size() };
+        b
+    }
+
+    fn header(self) -> LargeFields {
+        // SAFETY: a `Large` exists only for a header written by `init` whose block its list (or
+        // its owner, between an unlink and a free) still holds; read by value.
+        unsafe {
+            let h = self.0.as_ptr();
+            LargeFields {
+                newer: (*h).newer,
+                older: (*h).older,
+                size: (*h).size,
+                align: (*h).align,
+                seq: (*h).seq,
+            }
+        }
+    }
+
+    fn set_newer(self, newer: Option<NonNull<LargeHeader>>) {
+        // SAFETY: as in `header`; the owner's list is used by one thread at a time.
+        unsafe { (*self.0.as_ptr()).newer = newer }
+    }
+
+    fn set_older(self, older: Option<NonNull<LargeHeader>>) {
+        // SAFETY: as in `set_newer`.
+        unsafe { (*self.0.as_ptr()).older = older }
+    }
+
+    fn set_seq(self, seq: u64) {
+        // SAFETY: as in `set_newer`.
+        unsafe { (*self.0.as_ptr()).seq = seq }
+    }
+
+    /// The start of the block, with its provenance.
+    pub(crate) fn block(self) -> NonNull<u8> {
+        self.0.cast()
+    }
+
+    /// The layout the block was taken with.
+    pub(crate) fn layout(self) -> Layout {
+        let h = self.header();
+        // SAFETY: the block was allocated with exactly this size and alignment.
+        unsafe { Layout::from_size_align_unchecked(h.size, h.align) }
+    }
+
+    /// Where the data starts, with the block's provenance.
+    pub(crate) fn data(self) -> NonNull<u8> {
+        // SAFETY: the offset lies within the block (a block holds its header and its data).
+        unsafe { self.block().add(offset_for(self.header().align)) }
+    }
+
+    /// Bytes of data the block holds.
+    pub(crate) fn data_size(self) -> usize {
+        data_size(self.layout())
+    }
+}
+
+struct LargeFields {
+    newer: Option<NonNull<LargeHeader>>,
+    older: Option<NonNull<LargeHeader>>,
+    size: usize,
+    align: usize,
+    seq: u64,
+}
+
+/// The large blocks of an arena, newest first, with their totals.
+pub(crate) struct LargeList {
+    newest: Cell<Option<Large>>,
+    /// The sequence number of the next block (re)allocated.
+    next_seq: Cell<u64>,
+    /// Blocks held.
+    count: Cell<usize>,
+    /// Bytes of the blocks (their layouts' sizes).
+    bytes: Cell<usize>,
+    /// Bytes of their data.
+    data: Cell<usize>,
+}
+
+impl LargeList {
+    pub(crate) const fn new() -> LargeList {
+        LargeList {
+            newest: Cell::new(None),
+            next_seq: Cell::new(0),
+            count: Cell::new(0),
+            bytes: Cell::new(0),
+            data: Cell::new(0),
+        }
+    }
+
+    /// Blocks held.
+    pub(crate) fn count(&self) -> usize {
+        self.count.get()
+    }
+
+    /// Bytes held (whole blocks).
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.get()
+    }
+
+    /// Bytes of data held.
+    pub(crate) fn data_bytes(&self) -> usize {
+        self.data.get()
+    }
+
+    /// The sequence number the next block will get: blocks (re)allocated from now on have at
+    /// least this one ([`pop_since`](Self::pop_since)).
+    pub(crate) fn mark(&self) -> u64 {
+        self.next_seq.get()
+    }
+
+    /// Links `block` in as the newest, with a new sequence number, and counts it.
+    pub(crate) fn push(&self, block: Large) {
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        block.set_seq(seq);
+        self.link_before(block, None, self.newest.get());
+        self.count_in(block);
+    }
+
+    /// Links `block` in where its sequence number belongs and counts it: what an unlinked block
+    /// whose resize failed goes back to, as it was.
+    pub(crate) fn reinsert(&self, block: Large) {
+        let seq = block.header().seq;
+        let (mut newer, mut older) = (None, self.newest.get());
+        while let Some(o) = older {
+            if o.header().seq < seq {
+                break;
+            }
+            newer = Some(o);
+            older = o.header().older.map(Large);
+        }
+        self.link_before(block, newer, older);
+        self.count_in(block);
+    }
+
+    fn link_before(&self, block: Large, newer: Option<Large>, older: Option<Large>) {
+        block.set_newer(newer.map(|n| n.0));
+        block.set_older(older.map(|o| o.0));
+        match newer {
+            Some(n) => n.set_older(Some(block.0)),
+            None => self.newest.set(Some(block)),
+        }
+        if let Some(o) = older {
+            o.set_newer(Some(block.0));
+        }
+    }
+
+    fn count_in(&self, block: Large) {
+        self.count.set(self.count.get() + 1);
+        self.bytes.set(self.bytes.get() + block.layout().size());
+        self.data.set(self.data.get() + block.data_size());
+    }
+
+    /// Takes `block` out of the list and its totals (it is then the caller's to free).
+    pub(crate) fn unlink(&self, block: Large) {
+        let h = block.header();
+        match h.newer {
+            Some(n) => Large(n).set_older(h.older),
+            None => self.newest.set(h.older.map(Large)),
+        }
+        if let Some(o) = h.older {
+            Large(o).set_newer(h.newer);
+        }
+        block.set_newer(None);
+        block.set_older(None);
+        self.count.set(self.count.get() - 1);
+        self.bytes.set(self.bytes.get() - block.layout().size());
+        self.data.set(self.data.get() - block.data_size());
+    }
+
+    /// The block whose data starts at `p`'s address, if one of the list's does, with the list's
+    /// own pointer (`p` may carry a narrower provenance). `align` is the data's alignment (the
+    /// `Allocator` contract gives the same alignment back). Walks from the newest block: the
+    /// blocks a collection frees are mostly its newest.
+    pub(crate) fn find(&self, p: NonNull<u8>, align: usize) -> Option<Large> {
+        let offset = offset_for(align.max(BLOCK_ALIGN));
+        let target = p.addr().get().checked_sub(offset)?;
+        let mut b = self.newest.get();
+        while let Some(x) = b {
+            if x.0.addr().get() == target {
+                return Some(x);
+            }
+            b = x.header().older.map(Large);
+        }
+        None
+    }
+
+    /// Unlinks and returns the newest block if it was (re)allocated at or after `mark`.
+    pub(crate) fn pop_since(&self, mark: u64) -> Option<Large> {
+        let b = self.newest.get().filter(|b| b.header().seq >= mark)?;
+        self.unlink(b);
+        Some(b)
+    }
+
+    /// Moves every block of `other` into this list (as the oldest), emptying `other`. Sequence
+    /// numbers are not kept: the list they go to has no scopes.
+    pub(crate) fn adopt(&self, other: &LargeList) {
+        while let Some(b) = other.pop_since(0) {
+            b.set_seq(0);
+            let oldest = self.oldest();
+            self.link_before(b, oldest, None);
+            self.count_in(b);
+        }
+    }
+
+    fn oldest(&self) -> Option<Large> {
+        let mut b = self.newest.get()?;
+        while let Some(o) = b.header().older {
+            b = Large(o);
+        }
+        Some(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_layouts_hold_the_header_and_keep_the_data_aligned() {
+        for align in [1, 8, 16, 32, 64, 4096] {
+            let data = Layout::from_size_align(LARGE_THRESHOLD, align).unwrap();
+            let (block, offset) = block_layout(data).unwrap();
+            assert!(offset >= size_of::<LargeHeader>());
+            assert_eq!(offset % align, 0);
+            assert_eq!(block.align(), align.max(BLOCK_ALIGN));
+            assert_eq!(block.size(), offset + data.size());
+        }
+        let huge = Layout::from_size_align(isize::MAX as usize - 15, 16).unwrap();
+        assert!(block_layout(huge).is_none());
+    }
+}

@@ -1,0 +1,199 @@
+//! A [`SyncArena`]'s large blocks (see `crate::arena::large`): requests of at least the threshold
+//! that do not fit the current chunk, on the shared path, and the large blocks of its
+//! [`LocalArena`](crate::LocalArena) handles, which take them through the shared arena's backing
+//! allocator and hand them over when they are dropped.
+//!
+//! As for chunks, the backing allocator is called with the lock released (the bytes counted
+//! against the limit meanwhile); the list and the totals change under the lock.
+
+use core::alloc::Layout;
+use core::ptr::{self, NonNull};
+
+use allocator_api2::alloc::{AllocError, Allocator};
+
+use super::SyncArena;
+use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
+use crate::error::Failure;
+
+impl<A: Allocator> SyncArena<A> {
+    /// Runs `call` (a call into the backing allocator for `size` bytes more than now held) with
+    /// those bytes counted against the limit and the lock released; the count is taken back
+    /// when it returns or unwinds.
+    fn with_pending<R>(&self, size: usize, call: impl FnOnce() -> R) -> Result<R, Failure> {
+        let mut chunks = self.chunks.lock();
+        if let Some(limit) = chunks.limit {
+            let held = chunks.held + chunks.pending + chunks.large_bytes;
+            if size > limit.saturating_sub(held) {
+                return Err(Failure::LimitReached { limit });
+            }
+        }
+        chunks.pending += size;
+        drop(chunks);
+        /// Takes the pending bytes off again, also when the backing allocator unwinds.
+        struct Pending<'s, A: Allocator> {
+            arena: &'s SyncArena<A>,
+            size: usize,
+        }
+        impl<A: Allocator> Drop for Pending<'_, A> {
+            fn drop(&mut self) {
+                self.arena.chunks.lock().pending -= self.size;
+            }
+        }
+        let _pending = Pending { arena: self, size };
+        Ok(call())
+    }
+
+    /// Takes a large block of `block`'s layout (from `block_layout`) from the backing allocator
+    /// and counts it.
+    pub(super) fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
+        let p = self
+            .with_pending(block.size(), || self.alloc.allocate(block))?
+            .map_err(|AllocError| Failure::OutOfMemory(block))?;
+        let mut chunks = self.chunks.lock();
+        chunks.large_bytes += block.size();
+        chunks.large_data += data_size(block);
+        chunks.large_count += 1;
+        Ok(p)
+    }
+
+    /// Gives a large block of `block`'s layout back to the backing allocator and uncounts it.
+    ///
+    /// # Safety
+    /// `p` is a large block of `block` taken by [`take_large`](Self::take_large) or resized by
+    /// [`resize_large_block`](Self::resize_large_block), unlinked and not used again.
+    pub(super) unsafe fn give_large(&self, p: NonNull<u8>, block: Layout) {
+        // SAFETY: forwarded from the caller: the block came from `self.alloc` with `block`.
+        unsafe { self.alloc.deallocate(p, block) };
+        let mut chunks = self.chunks.lock();
+        chunks.large_bytes -= block.size();
+        chunks.large_data -= data_size(block);
+        chunks.large_count -= 1;
+    }
+
+    /// Grows or shrinks a large block through the backing allocator, and recounts it.
+    ///
+    /// # Safety
+    /// `p` is a live large block of `old`, unlinked, and `new` has `old`'s alignment.
+    pub(super) unsafe fn resize_large_block(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, Failure> {
+        let more = new.size().saturating_sub(old.size());
+        // SAFETY: forwarded from the caller.
+        let resized = self.with_pending(more, || unsafe {
+            if new.size() >= old.size() {
+                self.alloc.grow(p, old, new)
+            } else {
+                self.alloc.shrink(p, old, new)
+            }
+        })?;
+        let q = resized.map_err(|AllocError| Failure::OutOfMemory(new))?;
+        let mut chunks = self.chunks.lock();
+        chunks.large_bytes = chunks.large_bytes - old.size() + new.size();
+        chunks.large_data = chunks.large_data - data_size(old) + data_size(new);
+        Ok(q)
+    }
+
+    /// The shared path's large block for `layout` (at least the threshold).
+    pub(super) fn place_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
+        let p = self.take_large(block)?;
+        // SAFETY: a fresh block of `block`'s layout, ours alone.
+        let b = unsafe { Large::init(p.cast(), block) };
+        self.chunks.lock().large.push(b);
+        Ok(b.data())
+    }
+
+    /// The shared path's large block whose data is the caller's block `p` of `layout`, taken out
+    /// of the list (the caller frees it or links it back); only a block of at least the
+    /// threshold can be one.
+    pub(super) fn unlink_large(&self, p: NonNull<u8>, layout: Layout) -> Option<Large> {
+        if layout.size() < LARGE_THRESHOLD {
+            return None;
+        }
+        let chunks = self.chunks.lock();
+        let b = chunks.large.find(p, layout.align())?;
+        chunks.large.unlink(b);
+        Some(b)
+    }
+
+    /// Frees the shared path's large block `b`, unlinked.
+    ///
+    /// # Safety
+    /// `b` came from this arena's list and its data is not used again.
+    pub(super) unsafe fn free_large(&self, b: Large) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.give_large(b.block(), b.layout()) }
+    }
+
+    /// Grows or shrinks the shared path's large block `b` (unlinked), the caller's block of
+    /// `old`, to `new`: through the backing allocator while it stays large with the same
+    /// alignment, else by moving it. On failure it is linked back unchanged.
+    ///
+    /// # Safety
+    /// `b`'s data is the caller's live block of `old`.
+    pub(super) unsafe fn resize_large(
+        &self,
+        b: Large,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<u8>, AllocError> {
+        let Some((block, _)) = block_layout(new) else {
+            self.chunks.lock().large.reinsert(b);
+            return Err(AllocError);
+        };
+        let q = if new.size() < LARGE_THRESHOLD || block.align() != b.layout().align() {
+            let Ok(q) = self.place(new) else {
+                self.chunks.lock().large.reinsert(b);
+                return Err(AllocError);
+            };
+            // SAFETY: `q` is fresh, distinct from `b`'s data; both hold the bytes copied.
+            unsafe {
+                ptr::copy_nonoverlapping(b.data().as_ptr(), q.as_ptr(), old.size().min(new.size()))
+            };
+            // SAFETY: the caller's old block, not used again.
+            unsafe { self.free_large(b) };
+            q
+        } else {
+            // SAFETY: `b` is unlinked, of its layout, and `block` has its alignment.
+            match unsafe { self.resize_large_block(b.block(), b.layout(), block) } {
+                Ok(p) => {
+                    // SAFETY: the block holds the old block's bytes, header included.
+                    let b = unsafe { Large::resized(p.cast(), block) };
+                    self.chunks.lock().large.push(b);
+                    b.data()
+                }
+                Err(_) => {
+                    self.chunks.lock().large.reinsert(b);
+                    return Err(AllocError);
+                }
+            }
+        };
+        if zeroed && new.size() > old.size() {
+            // SAFETY: `q` is writable for `new.size()` bytes.
+            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
+        }
+        Ok(q)
+    }
+
+    /// Takes over a dropped handle's large blocks: they live until reset or drop.
+    pub(crate) fn adopt_large(&self, list: &LargeList) {
+        if list.count() != 0 {
+            self.chunks.lock().large.adopt(list);
+        }
+    }
+
+    /// Frees every large block of the list (for `reset` and drop).
+    pub(super) fn free_all_large(&mut self) {
+        loop {
+            let Some(b) = self.chunks.get_mut().large.pop_since(0) else {
+                break;
+            };
+            // SAFETY: `&mut self`: no block of the arena is used again.
+            unsafe { self.free_large(b) };
+        }
+    }
+}
