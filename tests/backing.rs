@@ -167,9 +167,10 @@ fn steady_reset_loop_stops_calling_the_backing_allocator() {
     let per_cycle = if cfg!(miri) { 200 } else { 400 };
     let backing = Counting::default();
     let mut arena = Arena::new_in(&backing);
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
-    let mut allocs_after = std::vec::Vec::new();
+    let mut calls_after = std::vec::Vec::new();
     for cycle in 0..20u8 {
+        // The same mixed layouts every cycle: a steady loop.
+        let mut rng = Rng(0x1234_5678_9ABC_DEF1);
         let mut blocks = std::vec::Vec::with_capacity(per_cycle);
         for i in 0..per_cycle {
             let l = rng.layout();
@@ -180,20 +181,28 @@ fn steady_reset_loop_stops_calling_the_backing_allocator() {
             unsafe { mark(p, l.size(), tag) };
             blocks.push((p, l.size(), tag));
         }
-        for &(p, size, tag) in &blocks {
-            // SAFETY: every block of this cycle is live and was marked.
-            let intact = unsafe { marked(p, size, tag) };
-            assert!(intact, "cycle {cycle}: blocks overlap");
-        }
+        assert!(intact(&blocks), "cycle {cycle}: blocks overlap");
         assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
+        let used = arena.used_bytes();
         arena.reset();
         assert_eq!(arena.used_bytes(), 0);
-        allocs_after.push(backing.allocs());
+        calls_after.push(backing.allocs() + backing.deallocs());
+        if cycle >= 3 {
+            // Settled: one chunk of at most 1.5x a cycle's bytes, plus a header.
+            assert_eq!(arena.stats().chunks, 1);
+            assert!(
+                arena.allocated_bytes() <= used + used / 2,
+                "{} held for {used}",
+                arena.allocated_bytes()
+            );
+        }
     }
-    assert_eq!(backing.deallocs(), 0, "reset gave chunks back");
+    // Reset gives back what the loop does not use (the first cycle's small chunks), then the
+    // loop makes no backing call from its fourth cycle on.
+    assert!(backing.deallocs() > 0);
     assert_eq!(
-        allocs_after[1], allocs_after[19],
-        "backing allocations after each cycle: {allocs_after:?}"
+        calls_after[2], calls_after[19],
+        "backing calls after each cycle: {calls_after:?}"
     );
     drop(arena);
     assert_eq!(backing.live(), 0);
@@ -208,7 +217,7 @@ fn reset_loop_that_overflows_converges_to_one_chunk() {
     let mut firsts = std::vec::Vec::new();
     for cycle in 0..6u8 {
         let allocs = backing.allocs();
-        // The room of the chunk the cycle starts in (the largest one, after a reset).
+        // The room of the chunk the cycle starts in (the one reset kept).
         let room = arena.chunk_capacity();
         let mut blocks = std::vec::Vec::with_capacity(per_cycle);
         for i in 0..per_cycle {
@@ -218,18 +227,24 @@ fn reset_loop_that_overflows_converges_to_one_chunk() {
         let lo = blocks.iter().map(|b| b.0.addr().get()).min().unwrap();
         let hi = blocks.iter().map(|b| b.0.addr().get() + b.1).max().unwrap();
         let in_one_chunk = hi - lo <= room && blocks[0].0.addr().get() == lo;
+        let chunks = arena.stats().chunks;
+        let deallocs = backing.deallocs();
         arena.reset();
+        // Reset keeps one chunk and gives the others back.
+        assert_eq!(arena.stats().chunks, 1);
+        assert_eq!(backing.deallocs(), deallocs + chunks - 1, "cycle {cycle}");
         match cycle {
             0 => {
                 // The scenario: the largest chunk cannot hold a cycle, all of them together can.
-                // Reusing the spares, every cycle would spill into them.
                 assert!(backing.allocs() >= allocs + 2);
                 assert!(arena.chunk_capacity() < per_cycle * size);
-                assert!(arena.allocated_bytes() > per_cycle * size);
             }
-            // The first overflow of the largest chunk takes one larger chunk.
-            1 => assert_eq!(backing.allocs(), allocs + 1, "cycle 1"),
-            // From then on every cycle fits in the chunk reset starts from.
+            // The first overflow of the kept chunk takes one chunk planned for the whole cycle.
+            1 => {
+                assert_eq!(backing.allocs(), allocs + 1, "cycle 1");
+                assert!(arena.chunk_capacity() >= per_cycle * size);
+            }
+            // From then on every cycle fits in the chunk kept, with no backing call.
             _ => {
                 assert!(in_one_chunk, "cycle {cycle} spans {} bytes", hi - lo);
                 assert_eq!(backing.allocs(), allocs, "cycle {cycle}");
@@ -238,7 +253,6 @@ fn reset_loop_that_overflows_converges_to_one_chunk() {
         }
     }
     assert!(firsts.windows(2).all(|w| w[0] == w[1]), "{firsts:?}");
-    assert_eq!(backing.deallocs(), 0);
 }
 
 #[test]
@@ -252,49 +266,44 @@ fn reset_keeps_the_largest_chunk_current() {
     assert!(chunks >= 3);
     let largest = backing.sizes().into_iter().max().unwrap();
     arena.reset();
-    assert_eq!(arena.stats().chunks, chunks);
+    assert_eq!(arena.stats().chunks, 1);
+    assert_eq!(backing.deallocs(), chunks - 1);
     // The current chunk is the largest block, less its header.
-    let header = (arena.allocated_bytes_including_metadata() - arena.allocated_bytes()) / chunks;
+    let header = arena.allocated_bytes_including_metadata() - arena.allocated_bytes();
     assert_eq!(arena.chunk_capacity(), largest - header);
+    assert_eq!(backing.live(), largest);
 }
 
 #[test]
-fn reset_from_a_chunk_in_the_middle_reuses_every_other_chunk() {
-    // A small chunk, then a big one of its own size (the largest), then small ones again: after
-    // `reset` the cycle starts in the big chunk, which has chunks both before and after it.
+fn spares_a_scope_left_are_reused_then_given_back_by_reset() {
+    // A scope spills over several chunks; after it, the parent fills those chunks (every one,
+    // each wasting less than a block at its end) before it takes a new one, and reset keeps
+    // only the largest.
     let backing = Counting::default();
     let mut arena = Arena::new_in(&backing);
-    let mut blocks = vec![block(&arena, 16, 8, 1)];
-    let big = 100 * 1024;
-    blocks.push(block(&arena, big, 16, 2));
-    for i in 0..200 {
-        blocks.push(block(&arena, 16, 8, i as u8));
-    }
-    assert!(intact(&blocks));
+    let first = block(&arena, 16, 8, 1);
+    arena.with_scope(|scope| {
+        for i in 0..3000 {
+            scope.alloc([i as u8; 16]);
+        }
+    });
     let chunks = arena.stats().chunks;
-    assert!(chunks >= 3, "{chunks}");
+    assert!(chunks >= 4, "{chunks}");
     let held = arena.allocated_bytes();
-    arena.reset();
-    assert!(arena.chunk_capacity() >= big);
-    // 16-byte blocks until the arena needs a new chunk: by then every chunk held was filled, the
-    // ones before the big chunk included (each wastes less than a block at its end).
     let allocs = backing.allocs();
     let mut again = std::vec::Vec::new();
     while backing.allocs() == allocs {
         again.push(block(&arena, 16, 8, again.len() as u8));
     }
-    let filled = (again.len() - 1) * 16;
+    let filled = (again.len() - 1) * 16 + 16;
     assert!(
         filled + 16 * chunks >= held,
         "{filled} bytes before a new chunk, {held} held in {chunks} chunks"
     );
-    assert!(intact(&again));
+    assert!(intact(&again) && intact(&[first]));
     assert_eq!(backing.deallocs(), 0);
-    // `trim` after another reset keeps only the big chunk; dropping frees everything.
     arena.reset();
-    arena.trim();
     assert_eq!(arena.stats().chunks, 1);
-    assert!(arena.chunk_capacity() >= big);
     assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
     drop(arena);
     assert_eq!(backing.live(), 0);
@@ -479,7 +488,7 @@ fn failing_backing_allocator_refuses_first_chunks() {
 // ----- trim and drop -----
 
 #[test]
-fn trim_after_reset_returns_spare_chunks_and_drop_frees_all() {
+fn reset_returns_the_chunks_it_does_not_keep_and_drop_frees_all() {
     let backing = Counting::default();
     {
         let mut arena = Arena::new_in(&backing);
@@ -490,14 +499,12 @@ fn trim_after_reset_returns_spare_chunks_and_drop_frees_all() {
         assert!(chunks >= 4, "{chunks}");
         assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
         arena.reset();
-        let deallocs = backing.deallocs();
-        arena.trim();
-        assert_eq!(backing.deallocs(), deallocs + chunks - 1);
+        assert_eq!(backing.deallocs(), chunks - 1);
         assert_eq!(arena.stats().chunks, 1);
         assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
-        // Trimming again gives nothing back.
+        // Nothing left to trim.
         arena.trim();
-        assert_eq!(backing.deallocs(), deallocs + chunks - 1);
+        assert_eq!(backing.deallocs(), chunks - 1);
         // Still usable.
         let b = block(&arena, 10_000, 8, 7);
         assert!(intact(&[b]));
@@ -713,51 +720,40 @@ fn mid_sized_requests_still_grow_chunks_geometrically() {
 fn chunk_reuse_walk_terminates_and_takes_a_new_chunk_when_none_fits() {
     let backing = Counting::default();
     let mut arena = Arena::new_in(&backing);
-    arena.alloc_layout(Layout::from_size_align(100_000, 8).unwrap());
-    for i in 0..100u8 {
-        arena.alloc([i; 100]);
-    }
-    arena.reset();
+    arena.alloc(0u8);
+    // A scope leaves spares behind: a chunk of 64 KiB (for a 40 000-byte block) and smaller ones.
+    arena.with_scope(|scope| {
+        scope.alloc_layout(Layout::from_size_align(40_000, 8).unwrap());
+        for i in 0..200u8 {
+            scope.alloc([i; 100]);
+        }
+    });
     let chunks = arena.stats().chunks;
     let allocs = backing.allocs();
-    assert!(chunks >= 3);
+    assert!(chunks >= 2, "{chunks}");
 
-    // Larger than any retained chunk: the walk visits them all and a new chunk is taken.
-    let l = Layout::from_size_align(300_000, 64).unwrap();
+    // Larger than any spare, below the large-block threshold: the walk visits them all and a
+    // new chunk is taken.
+    let l = Layout::from_size_align(65_500, 64).unwrap();
     let p = arena.alloc_layout(l);
     assert_eq!(p.addr().get() % 64, 0);
-    // SAFETY: a fresh block of 300 000 bytes.
+    // SAFETY: a fresh block of 65 500 bytes.
     unsafe { mark(p, l.size(), 0x3C) };
     assert_eq!(backing.allocs(), allocs + 1);
     assert_eq!(arena.stats().chunks, chunks + 1);
-    // SAFETY: marked just above and live.
-    assert!(unsafe { marked(p, l.size(), 0x3C) });
+    assert_eq!(arena.stats().large_blocks, 0);
 
-    // After a reset the new chunk is current; fill it completely.
-    arena.reset();
-    let cap = arena.chunk_capacity();
-    assert!(cap >= 300_000);
-    let fill = arena.alloc_layout(Layout::from_size_align(cap, 1).unwrap());
-    // SAFETY: a fresh block of `cap` bytes.
-    unsafe { mark(fill, cap, 1) };
-    assert_eq!(arena.chunk_capacity(), 0);
+    // Fits the 64 KiB spare: no backing call.
     let allocs = backing.allocs();
-
-    // Fits the 100 000-byte spare: no backing call.
-    let a = block(&arena, 50_000, 1, 2);
+    let a = block(&arena, 30_000, 1, 2);
     let b = block(&arena, 200, 1, 3);
     assert_eq!(backing.allocs(), allocs);
-    // Fits none of the spares any more (the big one has about 50 000 bytes left).
-    let c = block(&arena, 60_000, 1, 4);
-    assert_eq!(backing.allocs(), allocs + 1);
-    assert_eq!(arena.stats().chunks, chunks + 2);
     // Small requests still find room without the backing allocator.
-    let allocs = backing.allocs();
     let d = block(&arena, 100, 1, 5);
     assert_eq!(backing.allocs(), allocs);
-    assert!(intact(&[a, b, c, d]));
-    // SAFETY: `fill` is live and was marked.
-    assert!(unsafe { marked(fill, cap, 1) });
+    assert!(intact(&[a, b, d]));
+    // SAFETY: `p` is live and was marked.
+    assert!(unsafe { marked(p, l.size(), 0x3C) });
     assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
 }
 

@@ -52,8 +52,10 @@ const MAX_OPS: usize = if cfg!(miri) { 40 } else { 200 };
 const MAX_BLOCK: usize = 3 * 4096;
 
 /// Largest block a grow may reach in `allocator_model`, and largest request of `AllocRest` /
-/// `GrowRest` (which probe the exact end of the current chunk).
-const MAX_REST: usize = if cfg!(miri) { 16 * 1024 } else { 64 * 1024 };
+/// `GrowRest` (which probe the exact end of the current chunk). Below the large-block threshold
+/// (64 KiB): this model checks the bump position exactly; large blocks, which live outside the
+/// chunks, have tests of their own (tests/memory.rs) and the fuzz targets.
+const MAX_REST: usize = if cfg!(miri) { 16 * 1024 } else { 60 * 1024 };
 
 // ----- strategies -----
 
@@ -665,12 +667,14 @@ fn apply(arena: &mut Arena, m: &mut Model, op: &Op, step: usize) {
             m.blocks.clear();
             m.last = None;
             assert_eq!(arena.used_bytes(), 0, "step {step}: used_bytes after reset");
-            assert_eq!(
-                arena.allocated_bytes(),
-                held,
-                "step {step}: reset gave chunks back"
+            // Reset keeps one chunk (the largest, or a smaller one in place of an oversized
+            // one) and no large block.
+            assert!(
+                arena.allocated_bytes() <= held,
+                "step {step}: reset took more memory"
             );
-            assert_eq!(arena.stats().chunks, chunks);
+            assert_eq!(arena.stats().chunks, chunks.min(1));
+            assert_eq!(arena.stats().large_blocks, 0);
         }
     }
 }

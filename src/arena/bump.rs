@@ -18,12 +18,13 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::AllocError;
 
-use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
     HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, chunks_until, min_chunk_size, ring,
 };
+use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::poison::{poison, unpoison};
+use super::retention::{Decision, Recent, decide};
 use crate::error::Failure;
 use crate::reentry::BackingCall;
 
@@ -39,8 +40,6 @@ pub(crate) struct RawArena {
     chunk: Cell<Option<Chunk>>,
     /// The first chunk of the ring, where `reset` starts (`None` exactly when no chunk is held).
     head: Cell<Option<Chunk>>,
-    /// The largest chunk held (what `reset` starts from).
-    largest: Cell<Option<Chunk>>,
     /// Bytes used in the chunks before the current one.
     used_before: Cell<usize>,
     /// Sum of the nominal sizes of the regular chunks taken; drives the next chunk's size.
@@ -58,6 +57,14 @@ pub(crate) struct RawArena {
     backing_call: BackingCall,
     /// The large blocks (outside the chunks), newest first.
     large: LargeList,
+    /// The most bump bytes this cycle was seen to use at a slow point (see `retention`).
+    cycle_peak: Cell<usize>,
+    /// The needs of the last cycles.
+    recent: Cell<Recent>,
+    /// Usable bytes of the next chunk taken, when a reset planned it (0: sized as usual).
+    plan: Cell<usize>,
+    /// Usable bytes reserved by `with_capacity`: a reset never keeps less.
+    reserved: Cell<usize>,
 }
 
 /// A saved position: what a scope restores on exit.
@@ -136,7 +143,6 @@ impl RawArena {
             end: Cell::new(none),
             chunk: Cell::new(None),
             head: Cell::new(None),
-            largest: Cell::new(None),
             used_before: Cell::new(0),
             growth: Cell::new(0),
             held: Cell::new(0),
@@ -145,6 +151,10 @@ impl RawArena {
             growth_cap: cap,
             backing_call: BackingCall::new(),
             large: LargeList::new(),
+            cycle_peak: Cell::new(0),
+            recent: Cell::new(Recent::new()),
+            plan: Cell::new(0),
+            reserved: Cell::new(0),
         }
     }
 
@@ -311,11 +321,10 @@ impl RawArena {
     ) -> Result<NonNull<u8>, Failure> {
         let c = self.new_chunk(FIRST_CHUNK_BLOCK, src)?;
         // `take_block`'s bookkeeping, for an arena that held nothing (`growth == 0` means no
-        // chunk was ever taken, so `held`, `chunks`, `head` and `largest` are all empty).
+        // chunk was ever taken, so `held`, `chunks` and `head` are all empty).
         self.held.set(FIRST_CHUNK_BLOCK);
         self.chunks.set(1);
         self.head.set(Some(c));
-        self.largest.set(Some(c));
         self.growth.set(FIRST_CHUNK_SIZE);
         self.set_current(c);
         // The chunk's data starts CHUNK_ALIGN-aligned with FIRST_CHUNK_ROOM bytes, so this never
@@ -371,6 +380,14 @@ impl RawArena {
         let (mut size, mut nominal) =
             chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
                 .ok_or(Failure::CapacityOverflow)?;
+        // A chunk a reset planned, to hold a whole cycle (see `retention`).
+        if self.plan.get() != 0 {
+            if let Some((planned, planned_nominal)) = chunk_size_for_capacity(self.plan.get()) {
+                if planned > size {
+                    (size, nominal) = (planned, planned_nominal);
+                }
+            }
+        }
         if let Some(limit) = self.limit.get() {
             let left = limit.saturating_sub(self.held_total());
             if size > left {
@@ -384,7 +401,9 @@ impl RawArena {
                 nominal = nominal.min(size);
             }
         }
-        self.take_block(size, nominal, src)
+        let c = self.take_block(size, nominal, src)?;
+        self.plan.set(0);
+        Ok(c)
     }
 
     /// Takes a block of `size` bytes from `src` and makes it a chunk (not linked, not counted):
@@ -430,15 +449,14 @@ impl RawArena {
             // The first chunk: the list had none, and it is not linked to anything yet.
             self.head.set(Some(chunk));
         }
-        if self.largest.get().is_none_or(|l| size > l.size()) {
-            self.largest.set(Some(chunk));
-        }
         self.growth.set(self.growth.get().saturating_add(nominal));
         Ok(chunk)
     }
 
     /// Makes `c` the current chunk and bumps `layout` from its start.
     fn enter_chunk(&self, c: Chunk, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        // The cycle needs at least what it has in use and this request (see `retention`).
+        self.note_peak(self.bump_used().saturating_add(layout.size()));
         self.leave_current();
         self.set_current(c);
         // `c` was chosen or sized so that `layout` fits from its start: this never fails, and the
@@ -476,6 +494,7 @@ impl RawArena {
         }
         let c = self.take_block(size, nominal, src)?;
         self.set_current(c);
+        self.reserved.set(c.capacity());
         Ok(())
     }
 
@@ -986,6 +1005,7 @@ impl RawArena {
     /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), no
     /// block allocated after it is used again, and `src` is the arena's source.
     pub(crate) unsafe fn restore<S: ChunkSource + ?Sized>(&self, cp: RawCheckpoint, src: &S) {
+        self.note_peak(self.bump_used());
         // SAFETY: the large blocks (re)allocated since `cp` are not used again (the caller).
         unsafe { self.release_large_since(cp.large, src) };
         // Everything after `cp` is free again: the rest of its chunk and every later chunk.
@@ -1007,22 +1027,69 @@ impl RawArena {
         self.used_before.set(cp.used_before);
     }
 
-    /// Forgets every block and frees the large ones; keeps every chunk, the largest first. The
-    /// chunks form a ring, so making the largest first is one store: no relinking.
+    /// Forgets every block, frees the large ones, and keeps one chunk: the largest, unless
+    /// retention replaces it (see [`retention`](super::retention)); every other chunk goes back
+    /// to `src`. A loop that has settled keeps the same single chunk and makes no call.
     ///
     /// # Safety
     /// No block of this arena is used again, and `src` is the arena's source.
-    #[inline]
     pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
         // SAFETY: forwarded from the caller.
         unsafe { self.release_large_since(0, src) };
-        let Some(largest) = self.largest.get() else {
+        let Some(head) = self.head.get() else {
             return;
         };
-        self.head.set(Some(largest));
+        let now = self.bump_used().max(self.cycle_peak.replace(0));
+        let mut recent = self.recent.get();
+        let need = recent.record(now);
+        self.recent.set(recent);
+        // The largest chunk, the first of the ring on a tie.
+        let mut keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
+        let plan = match decide(keep.capacity(), now, need, self.reserved.get()) {
+            Decision::Keep { plan } => plan,
+            Decision::Replace { capacity } => {
+                // The oversized chunk goes only once its replacement is taken: should the
+                // backing allocator or the limit refuse it, the arena keeps what it has.
+                if let Some(c) = chunk_size_for_capacity(capacity)
+                    .filter(|&(size, _)| self.check_limit(size).is_ok())
+                    .and_then(|(size, nominal)| self.take_block(size, nominal, src).ok())
+                {
+                    keep.insert_after(c);
+                    keep = c;
+                }
+                0
+            }
+        };
+        for x in chunks_until(keep.next(), keep) {
+            x.unlink();
+            // SAFETY: no block is used again (the caller), and every chunk came from `src`.
+            unsafe { self.release(x, src) };
+        }
+        self.plan.set(plan);
+        self.head.set(Some(keep));
+        // Growth starts again from the chunk kept: a cycle that outgrows it takes about twice.
+        self.growth.set(keep.size());
         self.used_before.set(0);
-        self.set_current(largest);
-        self.poison_ring(largest);
+        self.set_current(keep);
+        self.poison_ring(keep);
+    }
+
+    /// Records that the cycle has `used` bump bytes in use (at a slow point).
+    #[inline]
+    fn note_peak(&self, used: usize) {
+        if used > self.cycle_peak.get() {
+            self.cycle_peak.set(used);
+        }
+    }
+
+    /// Bump bytes in use: [`used_bytes`](Self::used_bytes) without the large blocks.
+    fn bump_used(&self) -> usize {
+        match self.chunk.get() {
+            Some(c) => {
+                self.used_before.get() + (self.ptr.get().addr().get() - c.start().addr().get())
+            }
+            None => 0,
+        }
     }
 
     /// Poisons the usable bytes of every chunk in the ring of `first` (ASan builds only).
@@ -1036,7 +1103,7 @@ impl RawArena {
     /// # Safety
     /// `src` is the source the chunks came from, and no checkpoint into a spare is restored later.
     pub(crate) unsafe fn trim<S: ChunkSource + ?Sized>(&self, src: &S) {
-        let (Some(cur), Some(head)) = (self.chunk.get(), self.head.get()) else {
+        let Some(cur) = self.chunk.get() else {
             return;
         };
         for c in self.spares(cur) {
@@ -1044,11 +1111,6 @@ impl RawArena {
             // SAFETY: a spare holds no live block, and the caller vouches for `src`.
             unsafe { self.release(c, src) };
         }
-        // The largest chunk may have been a spare: find it again among those kept (now the whole
-        // ring: the head, which is never a spare, up to the current chunk). On a tie the first in
-        // ring order stays.
-        let largest = ring(head).reduce(|l, x| if x.size() > l.size() { x } else { l });
-        self.largest.set(largest);
     }
 
     /// Returns every chunk to the backing allocator (for `Drop`).
@@ -1059,7 +1121,6 @@ impl RawArena {
         // SAFETY: forwarded from the caller.
         unsafe { self.release_large_since(0, src) };
         self.chunk.set(None);
-        self.largest.set(None);
         let Some(head) = self.head.take() else { return };
         for x in chunks_until(head.next(), head) {
             // SAFETY: the caller guarantees no block is used again.
@@ -1084,12 +1145,7 @@ impl RawArena {
 
     /// Bytes handed out, alignment padding included, up to the current position.
     pub(crate) fn used_bytes(&self) -> usize {
-        (match self.chunk.get() {
-            Some(c) => {
-                self.used_before.get() + (self.ptr.get().addr().get() - c.start().addr().get())
-            }
-            None => 0,
-        }) + self.large.data_bytes()
+        self.bump_used() + self.large.data_bytes()
     }
 
     /// Usable bytes of all held chunks and large blocks.

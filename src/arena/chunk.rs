@@ -288,13 +288,22 @@ pub(crate) fn regular_nominal(growth: usize) -> usize {
         .next_power_of_two()
 }
 
-/// The block size for a first chunk that gives at least `capacity` usable bytes, as a regular
-/// chunk, with its nominal size; `None` on overflow.
+/// What a typical `malloc` hands out without rounding above a page: blocks of whole pages.
+const PAGE: usize = 4096;
+
+/// The block size for a chunk that gives at least `capacity` usable bytes, rounded up only as far
+/// as a typical `malloc` would anyway (a power of two up to a page, whole pages above, so at most
+/// a page more than asked), with its nominal size; `None` on overflow. For `with_capacity`, and
+/// for the chunks retention plans.
 pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)> {
     let required = capacity
         .checked_add(HEADER_SIZE)?
         .checked_add(MALLOC_OVERHEAD)?;
-    let nominal = required.max(FIRST_CHUNK_SIZE).checked_next_power_of_two()?;
+    let nominal = if required <= PAGE {
+        required.max(FIRST_CHUNK_SIZE).next_power_of_two()
+    } else {
+        required.checked_next_multiple_of(PAGE)?
+    };
     let size = nominal - MALLOC_OVERHEAD;
     Layout::from_size_align(size, CHUNK_ALIGN).ok()?;
     Some((size, nominal))
@@ -358,6 +367,23 @@ mod tests {
         assert!(size >= 1000 + HEADER_SIZE && nominal == size + MALLOC_OVERHEAD);
         let (slack, _) = chunk_size_for(layout, 0, true).unwrap();
         assert!(slack >= 2 * (1000 + HEADER_SIZE));
+    }
+
+    #[test]
+    fn capacities_are_rounded_to_at_most_a_page_more() {
+        for capacity in [0, 1, 100, 400, 4000, 4096, 40_000, 1 << 20, (1 << 20) + 1] {
+            let (size, nominal) = chunk_size_for_capacity(capacity).unwrap();
+            assert!(size - HEADER_SIZE >= capacity, "{capacity}");
+            assert!(
+                size <= capacity.max(FIRST_CHUNK_ROOM) + HEADER_SIZE + PAGE,
+                "{capacity}"
+            );
+            assert_eq!(nominal, size + MALLOC_OVERHEAD);
+            assert!(
+                nominal.is_power_of_two() || nominal % PAGE == 0,
+                "{capacity}"
+            );
+        }
     }
 
     #[test]

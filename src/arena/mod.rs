@@ -4,6 +4,7 @@ mod bump;
 mod chunk;
 mod large;
 pub(crate) mod poison;
+mod retention;
 mod scope;
 mod stats;
 pub(crate) mod typed;

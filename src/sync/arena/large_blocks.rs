@@ -188,10 +188,7 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Frees every large block of the list (for `reset` and drop).
     pub(super) fn free_all_large(&mut self) {
-        loop {
-            let Some(b) = self.chunks.get_mut().large.pop_since(0) else {
-                break;
-            };
+        while let Some(b) = self.chunks.get_mut().large.pop_since(0) {
             // SAFETY: `&mut self`: no block of the arena is used again.
             unsafe { self.free_large(b) };
         }

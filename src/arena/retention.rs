@@ -1,0 +1,133 @@
+//! What `reset` keeps: enough chunk capacity for what recent cycles needed, in one chunk, and no
+//! more.
+//!
+//! A cycle is what happens between two resets. Its *need* is the most bump bytes it had in use:
+//! what `used_bytes` counts at the reset, or more when the arena saw more at one of its slow
+//! points (moving to another chunk, a scope's exit). Large blocks do not count: they never live
+//! in chunks. The rule, applied at every reset to the largest chunk held (every other chunk goes
+//! back to the backing allocator):
+//!
+//! - it is **kept** unless it is oversized: more than 1.5x the largest need of the last
+//!   [`WINDOW`] cycles, and more than that need plus twice the large-block threshold (the slack
+//!   covers blocks freed by a roll-back before the reset, which no slow point sees: only blocks
+//!   below the threshold live in chunks), and more than a `with_capacity` reservation;
+//! - an **oversized** chunk is replaced at once by one of that need and a sixteenth, rounded up
+//!   to whole pages (the reset makes the call, so the cycles after it make none), unless the
+//!   backing allocator or the limit refuses it, and then it stays;
+//! - when the cycle needed more than the kept chunk holds, the next chunk the arena takes is
+//!   **planned** the same way, so that the cycle after next fits in one chunk.
+//!
+//! So a steady loop settles in one chunk within three cycles and makes no backing call after
+//! that, holding at most 1.5x a cycle's bytes plus a chunk header (or the slack above, for cycles
+//! of less than about 256 KiB); after a cycle many times larger than the others, the arena is
+//! back to that within [`WINDOW`] resets.
+
+use super::large::LARGE_THRESHOLD;
+
+/// Cycles whose need a reset remembers.
+pub(crate) const WINDOW: usize = 4;
+
+/// The needs of the last [`WINDOW`] cycles, newest first.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Recent([usize; WINDOW]);
+
+impl Recent {
+    pub(crate) const fn new() -> Recent {
+        Recent([0; WINDOW])
+    }
+
+    /// Records a finished cycle's need; returns the largest need of the window.
+    #[inline]
+    pub(crate) fn record(&mut self, need: usize) -> usize {
+        self.0.copy_within(0..WINDOW - 1, 1);
+        self.0[0] = need;
+        self.0.iter().copied().fold(0, usize::max)
+    }
+}
+
+/// What a reset does with the largest chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Keep it; the next new chunk gets this many usable bytes (0: sized as usual).
+    Keep { plan: usize },
+    /// Replace it by a chunk of this many usable bytes.
+    Replace { capacity: usize },
+}
+
+/// The rule of the module documentation, for a largest chunk of `capacity` usable bytes, a cycle
+/// that needed `now`, the window's largest need `need`, and a `with_capacity` reservation.
+#[inline]
+pub(crate) fn decide(capacity: usize, now: usize, need: usize, reserved: usize) -> Decision {
+    let keep_at_most = need
+        .saturating_add(need / 2)
+        .max(need.saturating_add(2 * LARGE_THRESHOLD))
+        .max(reserved);
+    if capacity > keep_at_most {
+        Decision::Replace {
+            capacity: planned(need).max(reserved),
+        }
+    } else if now > capacity {
+        Decision::Keep {
+            plan: planned(need),
+        }
+    } else {
+        Decision::Keep { plan: 0 }
+    }
+}
+
+/// Room for a need, with a sixteenth to spare (a chunk is rounded up to whole pages on top).
+fn planned(need: usize) -> usize {
+    need.saturating_add(need / 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_forgets_after_four_cycles() {
+        let mut r = Recent::new();
+        assert_eq!(r.record(100), 100);
+        assert_eq!(r.record(5), 100);
+        assert_eq!(r.record(5), 100);
+        assert_eq!(r.record(5), 100);
+        assert_eq!(r.record(5), 5);
+    }
+
+    #[test]
+    fn decisions() {
+        let slack = 2 * LARGE_THRESHOLD;
+        // A chunk that holds the need, within the slack: kept.
+        assert_eq!(
+            decide(70_000, 64_000, 64_000, 0),
+            Decision::Keep { plan: 0 }
+        );
+        assert_eq!(
+            decide(64_000 + slack, 64_000, 64_000, 0),
+            Decision::Keep { plan: 0 }
+        );
+        // A big need keeps a chunk up to 1.5x.
+        assert_eq!(
+            decide(1_500_000, 1_000_000, 1_000_000, 0),
+            Decision::Keep { plan: 0 }
+        );
+        // Oversized: replaced by the window's need and a sixteenth, or the reservation.
+        assert_eq!(
+            decide(16 << 20, 64_000, 64_000, 0),
+            Decision::Replace { capacity: 68_000 }
+        );
+        assert_eq!(
+            decide(16 << 20, 64_000, 64_000, 1 << 20),
+            Decision::Replace { capacity: 1 << 20 }
+        );
+        assert_eq!(
+            decide(16 << 20, 64_000, 64_000, 16 << 20),
+            Decision::Keep { plan: 0 }
+        );
+        // The cycle outgrew the chunk: the next chunk is planned.
+        assert_eq!(
+            decide(32_000, 40_000, 48_000, 0),
+            Decision::Keep { plan: 51_000 }
+        );
+    }
+}

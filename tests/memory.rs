@@ -1,0 +1,378 @@
+//! Memory follows the data (issue 19): the bytes an arena holds from its backing allocator, and
+//! the calls it makes, measured by a metering backing allocator. These bounds are deterministic,
+//! so they are tests: large blocks outside the chunks, retention at reset, `with_capacity`.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
+
+use core::alloc::Layout;
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
+use arena_pool::allocator_api2::vec::Vec;
+use arena_pool::{Arena, ArenaRef, SyncArena};
+
+/// Scales a size down under Miri (about 1 000 times slower than a native run).
+const fn scaled(native: usize, miri: usize) -> usize {
+    if cfg!(miri) { miri } else { native }
+}
+
+const MIB: usize = 1 << 20;
+
+/// A backing allocator on `Global` that counts the bytes it holds (the sizes asked for), their
+/// peak, and its calls; `grow` and `shrink` are `Global`'s (realloc).
+#[derive(Default)]
+struct Meter {
+    held: Cell<usize>,
+    peak: Cell<usize>,
+    calls: Cell<usize>,
+}
+
+impl Meter {
+    fn held(&self) -> usize {
+        self.held.get()
+    }
+
+    fn peak(&self) -> usize {
+        self.peak.get()
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.get()
+    }
+
+    /// Starts a new peak from what is held now.
+    fn restart_peak(&self) {
+        self.peak.set(self.held.get());
+    }
+
+    fn take(&self, bytes: usize) {
+        self.calls.set(self.calls.get() + 1);
+        self.held.set(self.held.get() + bytes);
+        self.peak.set(self.peak.get().max(self.held.get()));
+    }
+
+    fn give(&self, bytes: usize) {
+        self.calls.set(self.calls.get() + 1);
+        self.held.set(self.held.get() - bytes);
+    }
+}
+
+// SAFETY: every call is forwarded to `Global` with the caller's arguments; the counters do not
+// touch the memory.
+unsafe impl Allocator for Meter {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let p = Global.allocate(layout)?;
+        self.take(layout.size());
+        Ok(p)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        self.give(layout.size());
+        // SAFETY: forwarded from the caller.
+        unsafe { Global.deallocate(ptr, layout) }
+    }
+
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        let p = unsafe { Global.grow(ptr, old, new) }?;
+        self.take(new.size() - old.size());
+        Ok(p)
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        let p = unsafe { Global.shrink(ptr, old, new) }?;
+        self.give(old.size() - new.size());
+        Ok(p)
+    }
+}
+
+/// Asserts `held <= bound`, printing the ratio.
+#[track_caller]
+fn assert_within(what: &str, held: usize, bound: usize) {
+    assert!(
+        held <= bound,
+        "{what}: {held} bytes held, bound {bound} ({:.2}x)",
+        held as f64 / bound as f64
+    );
+}
+
+// ----- growing collections -----
+
+#[test]
+fn growing_vec_holds_little_more_than_its_buffer() {
+    let n = scaled(100_000, 20_000);
+    let meter = Meter::default();
+    let arena = Arena::new_in(&meter);
+    let mut v: Vec<u64, &Arena<&Meter>> = Vec::new_in(&arena);
+    for i in 0..n as u64 {
+        v.push(i);
+    }
+    assert!(v.iter().copied().eq(0..n as u64));
+    let buffer = v.capacity() * 8;
+    assert_within("Vec<u64> push", meter.peak(), buffer * 135 / 100);
+    assert_eq!(arena.stats().large_blocks, 1);
+    // Freed at once: only the chunks the small sizes took stay.
+    drop(v);
+    assert_eq!(arena.stats().large_blocks, 0);
+    assert!(meter.held() < 2 * 64 * 1024, "{}", meter.held());
+}
+
+#[test]
+fn hash_map_holds_its_table_and_the_one_before() {
+    let n = scaled(100_000, 5_000) as u64;
+    let meter = Meter::default();
+    let arena = Arena::new_in(&meter);
+    let mut map = hashbrown::HashMap::new_in(&arena);
+    for i in 0..n {
+        map.insert(i, i * 2);
+    }
+    assert_eq!(map.len(), n as usize);
+    assert!((0..n).all(|i| map[&i] == i * 2));
+    // The final table: buckets of a key, a value and a control byte, plus the control group.
+    let table = map.capacity().next_power_of_two() * 8 / 7 * 17;
+    assert_within("HashMap<u64, u64>", meter.peak(), table * 19 / 10);
+}
+
+#[test]
+fn buffers_freed_while_not_last_go_back_at_once() {
+    let size = scaled(MIB, 128 * 1024);
+    let meter = Meter::default();
+    let arena = Arena::new_in(&meter);
+    let mut smalls = std::vec::Vec::new();
+    for i in 0..10u8 {
+        let mut v: Vec<u8, &Arena<&Meter>> = Vec::with_capacity_in(size, &arena);
+        v.resize(size, i);
+        // A block after it: the buffer is not the last block when it is freed.
+        smalls.push(arena.alloc(i));
+        drop(v);
+    }
+    assert!(smalls.iter().enumerate().all(|(i, &&mut x)| x == i as u8));
+    assert_within("ten buffers", meter.peak(), 3 * size);
+    assert_eq!(arena.stats().large_blocks, 0);
+}
+
+// ----- scopes -----
+
+/// An 8 MiB vector built in a scope: its memory goes back when the scope ends.
+fn vec_in_scope(scope: &mut ArenaRef<'_>, size: usize) {
+    let mut v: Vec<u8, &ArenaRef> = Vec::new_in(&*scope);
+    for i in 0..size {
+        v.push(i as u8);
+    }
+    assert_eq!(v.len(), size);
+}
+
+#[test]
+fn a_large_vec_built_in_a_scope_is_freed_by_its_exit() {
+    let size = scaled(8 * MIB, 512 * 1024);
+    let meter = Meter::default();
+    let mut arena = Arena::new_in(&meter);
+    arena.alloc_slice_fill_copy(1000, 1u8);
+    let before = meter.held();
+    arena.with_scope(|scope| vec_in_scope(scope, size));
+    assert_within("after the scope", meter.held() - before, MIB);
+    // The guard form, and a scope inside a scope.
+    let before = meter.held();
+    {
+        let mut guard = arena.scope_guard();
+        guard.scope().with_scope(|inner| vec_in_scope(inner, size));
+        vec_in_scope(guard.scope(), size / 2);
+    }
+    assert_within("after the guard", meter.held() - before, MIB);
+    assert_eq!(arena.stats().large_blocks, 0);
+}
+
+#[test]
+fn a_checkpoint_restore_frees_the_large_blocks_made_after_it() {
+    let meter = Meter::default();
+    let mut arena = Arena::new_in(&meter);
+    let kept = arena.alloc_slice_fill_copy(100_000, 7u8).as_ptr();
+    let cp = arena.checkpoint();
+    arena.alloc_slice_fill_copy(200_000, 8u8);
+    arena.alloc_slice_fill_copy(300_000, 9u8);
+    assert_eq!(arena.stats().large_blocks, 3);
+    // SAFETY: `cp` is from this arena; nothing allocated after it is used again.
+    unsafe { arena.reset_to(cp) };
+    assert_eq!(arena.stats().large_blocks, 1);
+    // SAFETY: allocated before the checkpoint, so still live.
+    let kept = unsafe { core::slice::from_raw_parts(kept, 100_000) };
+    assert!(kept.iter().all(|&b| b == 7));
+    assert_eq!(meter.held(), arena.allocated_bytes_including_metadata());
+}
+
+// ----- reset loops -----
+
+/// One cycle of `blocks` blocks of 64 B, written, then a reset.
+fn cycle(arena: &mut Arena<&Meter>, blocks: usize) {
+    for i in 0..blocks {
+        arena.alloc([i as u8; 64]);
+    }
+    arena.reset();
+}
+
+#[test]
+fn a_steady_loop_settles_in_one_chunk_and_stops_calling() {
+    let meter = Meter::default();
+    let mut arena = Arena::new_in(&meter);
+    let mut calls = std::vec::Vec::new();
+    for _ in 0..12 {
+        cycle(&mut arena, 1000);
+        calls.push(meter.calls());
+    }
+    // No call from the fourth cycle on.
+    assert_eq!(calls[2], calls[11], "calls after each cycle: {calls:?}");
+    assert_eq!(arena.stats().chunks, 1);
+    // 62.5 KiB a cycle: at most 96 KiB held.
+    assert_within("steady loop", meter.held(), 96 * 1024);
+    assert_eq!(meter.held(), arena.allocated_bytes_including_metadata());
+}
+
+#[test]
+fn a_loop_whose_cycles_outgrow_the_chunk_settles_too() {
+    // 33 KiB a cycle: more than the 32 KiB chunk growth stops at, less than all chunks together.
+    let meter = Meter::default();
+    let mut arena = Arena::new_in(&meter);
+    let mut calls = std::vec::Vec::new();
+    for _ in 0..10 {
+        cycle(&mut arena, 528);
+        calls.push(meter.calls());
+    }
+    assert_eq!(calls[2], calls[9], "calls after each cycle: {calls:?}");
+    assert_eq!(arena.stats().chunks, 1);
+    assert_within("33 KiB loop", meter.held(), 528 * 64 * 3 / 2 + 64);
+}
+
+#[test]
+fn after_a_spike_the_arena_gives_back_within_eight_resets() {
+    let spike = scaled(64 * MIB, 4 * MIB) / 64;
+    let meter = Meter::default();
+    let mut arena = Arena::new_in(&meter);
+    for _ in 0..4 {
+        cycle(&mut arena, 1000);
+    }
+    cycle(&mut arena, spike);
+    let mut held = std::vec::Vec::new();
+    for _ in 0..8 {
+        cycle(&mut arena, 1000);
+        held.push(meter.held());
+    }
+    assert_within("8 resets after the spike", held[7], 256 * 1024);
+    let calls = meter.calls();
+    for _ in 0..8 {
+        cycle(&mut arena, 1000);
+    }
+    assert_eq!(meter.calls(), calls, "held after each reset: {held:?}");
+    assert_eq!(arena.stats().chunks, 1);
+}
+
+#[test]
+fn a_spike_in_a_scope_is_given_back_as_well() {
+    let spike = scaled(16 * MIB, 2 * MIB) / 64;
+    let meter = Meter::default();
+    let mut arena = Arena::new_in(&meter);
+    cycle(&mut arena, 1000);
+    arena.with_scope(|scope| {
+        for i in 0..spike {
+            scope.alloc([i as u8; 64]);
+        }
+    });
+    arena.reset();
+    for _ in 0..8 {
+        cycle(&mut arena, 1000);
+    }
+    assert_within("after a scope's spike", meter.held(), 256 * 1024);
+}
+
+#[test]
+fn with_capacity_takes_what_was_asked_and_keeps_it() {
+    let meter = Meter::default();
+    let mut arena = Arena::with_capacity_in(40_000, &meter);
+    assert_within("with_capacity(40 000)", meter.held(), 40_000 + 4096);
+    assert!(arena.chunk_capacity() >= 40_000);
+    // 40 000 bytes of blocks fit without another call ...
+    let calls = meter.calls();
+    for i in 0..625 {
+        arena.alloc([i as u8; 64]);
+    }
+    assert_eq!(meter.calls(), calls);
+    // ... and cycles far smaller than the reservation do not give it back.
+    for _ in 0..10 {
+        cycle(&mut arena, 10);
+    }
+    assert_eq!(meter.calls(), calls);
+    assert!(arena.chunk_capacity() >= 40_000);
+}
+
+#[test]
+fn large_blocks_count_in_the_statistics_and_the_limit() {
+    let meter = Meter::default();
+    let arena = Arena::new_in(&meter);
+    arena.set_allocation_limit(Some(MIB));
+    let a = arena
+        .try_alloc_slice_fill_copy(600_000, 1u8)
+        .expect("within the limit");
+    let s = arena.stats();
+    assert_eq!(s.large_blocks, 1);
+    assert!(s.used_bytes >= 600_000 && s.allocated_bytes >= 600_000);
+    assert_eq!(s.allocated_bytes_including_metadata, meter.held());
+    // A second one would pass the limit: refused, and nothing changes.
+    assert!(arena.try_alloc_slice_fill_copy(600_000, 2u8).is_err());
+    assert_eq!(arena.stats(), s);
+    assert!(a.iter().all(|&b| b == 1));
+}
+
+// ----- SyncArena -----
+
+#[test]
+fn sync_arena_large_blocks_follow_the_data_too() {
+    let n = scaled(100_000, 20_000);
+    let meter = Meter::default();
+    let mut arena = SyncArena::new_in(&meter);
+    {
+        let mut v = Vec::new_in(&arena);
+        for i in 0..n as u64 {
+            v.push(i);
+        }
+        assert_within(
+            "SyncArena Vec<u64> push",
+            meter.peak(),
+            v.capacity() * 8 * 135 / 100,
+        );
+        let local = arena.local();
+        let mut w = Vec::new_in(&local);
+        for i in 0..n as u64 {
+            w.push(i);
+        }
+        assert!(w.iter().copied().eq(v.iter().copied()));
+        assert_eq!(arena.stats().large_blocks, 2);
+    }
+    // Both freed when dropped (the handle's through the handle).
+    assert_eq!(arena.stats().large_blocks, 0);
+    let local = arena.local();
+    local.alloc_slice_fill_copy(200_000, 3u8);
+    drop(local);
+    // A dropped handle's large block lives until the shared arena's reset.
+    assert_eq!(arena.stats().large_blocks, 1);
+    assert_eq!(
+        arena.stats().allocated_bytes_including_metadata,
+        meter.held()
+    );
+    meter.restart_peak();
+    arena.reset();
+    assert_eq!(arena.stats().large_blocks, 0);
+    assert_eq!(
+        arena.stats().allocated_bytes_including_metadata,
+        meter.held()
+    );
+}
