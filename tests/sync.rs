@@ -114,39 +114,38 @@ fn shared_path_gives_the_room_back_when_the_initialiser_panics() {
 }
 
 #[test]
-fn reset_keeps_the_chunks_and_trim_and_drop_free_them() {
+fn reset_settles_in_one_chunk_and_drop_frees_it() {
     let counting = Counting::default();
     {
         let mut arena = SyncArena::new_in(&counting);
-        for i in 0..2000u32 {
-            arena.alloc(i);
+        let mut calls = std::vec::Vec::new();
+        for _ in 0..6 {
+            for i in 0..2000u32 {
+                arena.alloc(i);
+            }
+            assert_eq!(
+                counting.live.load(Ordering::Relaxed),
+                arena.stats().allocated_bytes_including_metadata
+            );
+            arena.reset();
+            assert_eq!(arena.used_bytes(), 0);
+            // Reset keeps one chunk and gives the others back.
+            assert_eq!(arena.stats().chunks, 1);
+            assert_eq!(
+                counting.live.load(Ordering::Relaxed),
+                arena.stats().allocated_bytes_including_metadata
+            );
+            calls.push(counting.calls.load(Ordering::Relaxed));
         }
-        let held = arena.stats().allocated_bytes_including_metadata;
-        assert_eq!(counting.live.load(Ordering::Relaxed), held);
-        assert!(arena.stats().chunks > 1);
-        arena.reset();
-        assert_eq!(arena.used_bytes(), 0);
+        // From the third cycle on the loop fits the chunk kept: no backing call.
         assert_eq!(
-            arena.stats().allocated_bytes_including_metadata,
-            held,
-            "reset keeps every chunk"
+            calls[1], calls[5],
+            "backing calls after each cycle: {calls:?}"
         );
-        let calls = counting.calls.load(Ordering::Relaxed);
-        for i in 0..2000u32 {
-            arena.alloc(i);
-        }
-        assert_eq!(
-            counting.calls.load(Ordering::Relaxed),
-            calls,
-            "the second cycle reuses the chunks"
-        );
-        arena.reset();
+        let held = arena.stats().allocated_bytes;
+        assert!(held >= 8000 && held <= 8000 * 3 / 2, "{held} held for 8000");
         arena.trim();
-        assert_eq!(arena.stats().chunks, 1, "trim keeps only the current chunk");
-        assert_eq!(
-            counting.live.load(Ordering::Relaxed),
-            arena.stats().allocated_bytes_including_metadata
-        );
+        assert_eq!(arena.stats().chunks, 1, "trim keeps the current chunk");
     }
     assert_eq!(
         counting.live.load(Ordering::Relaxed),

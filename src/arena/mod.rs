@@ -25,6 +25,8 @@ pub(crate) use chunk::{
 };
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
+pub(crate) use retention::{Decision, Recent, decide};
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
@@ -45,7 +47,11 @@ pub(crate) mod fuzzing {
 /// allocator `A`, and everything is freed at once by [`reset`](Arena::reset) or drop.
 ///
 /// - **Upward bumping**: the last block grows and shrinks in place, so a `Vec` growing at the end
-///   of the arena never copies, and freeing the last block gives its bytes back.
+///   of the arena copies only when it outgrows its chunk, and freeing the last block gives its
+///   bytes back.
+/// - **Large blocks**: a block of at least 64 KiB that does not fit the current chunk gets a
+///   block of its own from the backing allocator, given back as soon as it is freed and grown by
+///   the backing allocator's `grow` (realloc), so growing collections hold about what they use.
 /// - **Any collection**: `Arena` implements allocator-api2's [`Allocator`], so
 ///   `allocator_api2::vec::Vec::new_in(&arena)`, `allocator_api2::boxed::Box::new_in(x, &arena)` and
 ///   `hashbrown::HashMap::new_in(&arena)` work unchanged.
@@ -71,7 +77,7 @@ pub(crate) mod fuzzing {
 /// v.extend([1u64, 2, 3]);
 /// assert_eq!((*x, v.len()), (43, 3));
 /// drop(v);
-/// arena.reset(); // every block is gone; the chunks are kept for reuse
+/// arena.reset(); // every block is gone; a chunk is kept for the next cycle
 /// assert_eq!(arena.used_bytes(), 0);
 /// ```
 #[repr(C)]
@@ -102,7 +108,9 @@ impl Arena {
         Arena::new_in(Global)
     }
 
-    /// An arena on the global allocator whose first chunk holds at least `capacity` bytes.
+    /// An arena on the global allocator whose first chunk holds at least `capacity` bytes: it
+    /// takes `capacity` usable bytes plus the chunk header, rounded up to whole pages (at most
+    /// 4 KiB more), and `reset` never keeps less.
     ///
     /// # Panics
     /// When the capacity overflows; calls [`handle_alloc_error`](alloc::alloc::handle_alloc_error)
@@ -178,19 +186,31 @@ impl<A: Allocator> Arena<A> {
         &self.alloc
     }
 
-    /// Forgets every allocation and keeps every chunk for reuse, the largest first, so a steady
-    /// loop of "allocate, reset" stops calling the backing allocator after its first two cycles.
-    /// A cycle that overflows the largest chunk takes one larger chunk (once, rather than
-    /// spilling into the smaller ones every cycle), so the loop settles in one chunk; `trim`
-    /// returns the chunks it no longer uses.
+    /// Forgets every allocation, gives every large block back, and keeps one chunk, sized for
+    /// what recent cycles needed; every other chunk goes back to the backing allocator.
+    ///
+    /// The chunk kept is the largest, unless it is oversized: more than 1.5x the most bytes any
+    /// of the last four cycles had in use (and more than that plus 128 KiB, and more than a
+    /// `with_capacity` reservation); then a chunk of that need plus a sixteenth, rounded up to
+    /// whole pages, replaces it on the spot (if the backing allocator or the limit refuses it,
+    /// the old one stays). A cycle that needed more than the kept chunk holds makes the next
+    /// chunk taken one for the whole cycle. So a steady loop of "allocate, reset" settles in one
+    /// chunk of at most 1.5x its bytes (plus a header) within three cycles and makes no backing
+    /// call after that, and a cycle many times larger than the others is forgotten after four
+    /// resets.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();
-    /// arena.alloc_slice_fill_copy(1000, 0u8);
-    /// let held = arena.allocated_bytes();
-    /// arena.reset();
-    /// assert_eq!(arena.used_bytes(), 0);
-    /// assert_eq!(arena.allocated_bytes(), held);
+    /// for _ in 0..5 {
+    ///     for i in 0..1000u32 {
+    ///         arena.alloc(i);
+    ///     }
+    ///     arena.reset();
+    ///     assert_eq!(arena.used_bytes(), 0);
+    /// }
+    /// let s = arena.stats();
+    /// assert_eq!(s.chunks, 1);
+    /// assert!(s.allocated_bytes >= 4000 && s.allocated_bytes <= 6000);
     /// ```
     pub fn reset(&mut self) {
         // SAFETY: `&mut self` proves no reference, collection or scope borrows the arena, so no
@@ -210,15 +230,16 @@ impl<A: Allocator> Arena<A> {
         self.reset()
     }
 
-    /// Returns the chunks the arena keeps but does not use (those past the current one) to the
-    /// backing allocator. The current chunk is kept.
+    /// Returns the chunks the arena holds but does not use (those past the current one: the
+    /// chunks a finished scope took) to the backing allocator. The current chunk is kept.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();
-    /// for _ in 0..10 {
-    ///     arena.alloc_slice_fill_copy(1000, 0u8);
-    /// }
-    /// arena.reset();
+    /// arena.alloc(1u8);
+    /// arena.with_scope(|scope| {
+    ///     scope.alloc_slice_fill_copy(10_000, 0u8);
+    /// });
+    /// assert_eq!(arena.stats().chunks, 2);
     /// arena.trim();
     /// assert_eq!(arena.stats().chunks, 1);
     /// ```

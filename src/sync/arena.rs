@@ -9,8 +9,8 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::arena::{
-    ArenaStats, ChunkSource, HEADER_SIZE, LARGE_THRESHOLD, LargeList, chunk_size_for,
-    chunk_size_for_capacity, dangling, min_chunk_size, satisfies,
+    ArenaStats, ChunkSource, Decision, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Recent,
+    chunk_size_for, chunk_size_for_capacity, dangling, decide, min_chunk_size, satisfies,
 };
 use crate::error::Failure;
 use crate::sync::LocalArena;
@@ -151,6 +151,12 @@ struct Chunks {
     large_bytes: usize,
     large_data: usize,
     large_count: usize,
+    /// The needs of the last cycles (see `crate::arena::retention`).
+    recent: Recent,
+    /// Usable bytes of the next chunk taken, when a reset planned it (0: sized as usual).
+    plan: usize,
+    /// Usable bytes reserved by `with_capacity`: a reset never keeps less.
+    reserved: usize,
 }
 
 impl Chunks {
@@ -267,6 +273,9 @@ impl<A: Allocator> SyncArena<A> {
                 large_bytes: 0,
                 large_data: 0,
                 large_count: 0,
+                recent: Recent::new(),
+                plan: 0,
+                reserved: 0,
             }),
             alloc,
         }
@@ -296,6 +305,7 @@ impl<A: Allocator> SyncArena<A> {
         let c = arena.take_block(size)?;
         let chunks = arena.chunks.get_mut();
         chunks.record(size, nominal);
+        chunks.reserved = c.capacity();
         chunks.used = Some(c);
         arena.current.store(c.0.as_ptr(), Ordering::Release);
         Ok(arena)
@@ -332,18 +342,25 @@ impl<A: Allocator> SyncArena<A> {
         self.chunks.lock().limit
     }
 
-    /// Forgets every block and keeps the chunks for reuse, the largest first.
+    /// Forgets every block, gives the large blocks back, and keeps one chunk, sized for what
+    /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does (the pieces of
+    /// `LocalArena` handles count as used in full); every other chunk goes back to the backing
+    /// allocator.
     pub fn reset(&mut self) {
         self.free_all_large();
         let chunks = self.chunks.get_mut();
-        // Move every used chunk onto the spare list, then rewind every spare's cursor and find
-        // the largest. `&mut self`: no other thread is inside the arena, no block is used again.
+        // Move every used chunk onto the spare list, counting what the cycle used, then rewind
+        // every spare's cursor and find the largest. `&mut self`: no other thread is inside the
+        // arena, no block is used again.
+        let mut now = 0;
         let mut used = chunks.used.take();
         while let Some(c) = used {
+            now += c.used();
             used = c.next();
             c.set_next(chunks.spares);
             chunks.spares = Some(c);
         }
+        let need = chunks.recent.record(now);
         let mut largest: Option<Chunk> = None;
         let mut spare = chunks.spares;
         while let Some(c) = spare {
@@ -356,21 +373,56 @@ impl<A: Allocator> SyncArena<A> {
             }
             spare = c.next();
         }
-        // The largest becomes current again; the others stay spares.
-        let current = match largest {
-            Some(l) => {
-                chunks.spares = unlink(chunks.spares, l);
-                l.set_next(None);
-                chunks.used = Some(l);
-                l.0.as_ptr()
-            }
-            None => ptr::null_mut(),
+        let Some(mut keep) = largest else {
+            self.current.store(ptr::null_mut(), Ordering::Relaxed);
+            return;
         };
-        self.current.store(current, Ordering::Relaxed);
+        chunks.spares = unlink(chunks.spares, keep);
+        chunks.plan = 0;
+        match decide(keep.capacity(), now, need, chunks.reserved) {
+            Decision::Keep { plan } => chunks.plan = plan,
+            Decision::Replace { capacity } => {
+                // The oversized chunk goes only once its replacement is taken; should the
+                // backing allocator or the limit refuse it, the arena keeps what it has.
+                let within_limit = |size: usize| {
+                    chunks
+                        .limit
+                        .is_none_or(|l| size <= l.saturating_sub(chunks.held + chunks.large_bytes))
+                };
+                if let Some((size, nominal)) = capacity
+                    .checked_add(EXTRA_HEADER)
+                    .and_then(chunk_size_for_capacity)
+                    .filter(|&(size, _)| within_limit(size))
+                {
+                    if let Ok(c) = self.take_block(size) {
+                        let chunks = self.chunks.get_mut();
+                        chunks.record(size, nominal);
+                        keep.set_next(chunks.spares);
+                        chunks.spares = Some(keep);
+                        keep = c;
+                    }
+                }
+            }
+        }
+        let chunks = self.chunks.get_mut();
+        // Every other chunk goes back.
+        let mut spare = chunks.spares.take();
+        while let Some(c) = spare {
+            spare = c.next();
+            chunks.held -= c.header().size;
+            chunks.count -= 1;
+            // SAFETY: a spare holds no live block, and `&mut self` proves no thread uses it.
+            unsafe { free_chunk(&self.alloc, c) };
+        }
+        keep.set_next(None);
+        chunks.used = Some(keep);
+        // Growth starts again from the chunk kept: a cycle that outgrows it takes about twice.
+        chunks.growth = keep.header().size;
+        self.current.store(keep.0.as_ptr(), Ordering::Relaxed);
     }
 
-    /// Returns the chunks kept for reuse (by [`reset`](SyncArena::reset)) to the backing
-    /// allocator.
+    /// Returns the spare chunks to the backing allocator: those a thread took while another
+    /// installed a chunk with room (a `reset` gives back every chunk but one itself).
     pub fn trim(&mut self) {
         let chunks = self.chunks.get_mut();
         let mut spare = chunks.spares.take();
@@ -473,6 +525,7 @@ impl<A: Allocator> SyncArena<A> {
         let c = taken?;
         let mut chunks = self.chunks.lock();
         chunks.record(size, nominal);
+        chunks.plan = 0;
         // Another thread, or a nested call from the backing allocator, may have installed a
         // chunk with room meanwhile: use it, and keep the new chunk for later.
         if let Some(p) = self.bump_current(layout) {
@@ -520,6 +573,18 @@ impl<A: Allocator> SyncArena<A> {
         .map_err(|_| Failure::CapacityOverflow)?;
         let (mut size, mut nominal) =
             chunk_size_for(padded, chunks.growth, false).ok_or(Failure::CapacityOverflow)?;
+        // A chunk a reset planned, to hold a whole cycle.
+        if chunks.plan != 0 {
+            if let Some((planned, planned_nominal)) = chunks
+                .plan
+                .checked_add(EXTRA_HEADER)
+                .and_then(chunk_size_for_capacity)
+            {
+                if planned > size {
+                    (size, nominal) = (planned, planned_nominal);
+                }
+            }
+        }
         if let Some(limit) = chunks.limit {
             let left = limit.saturating_sub(chunks.held + chunks.pending + chunks.large_bytes);
             if size > left {
