@@ -731,9 +731,14 @@ fn pool_nested_requests_during_a_slab_refill() {
 
 #[test]
 fn size_class_pool_nested_requests_during_a_page_refill() {
-    let pool = Rc::new(SizeClassPool::new_in(Hooked::default()));
+    // Small pages, so that a few hundred blocks fill one.
+    let options = SizeClassOptions {
+        page_size: 4096,
+        ..SizeClassOptions::default()
+    };
+    let pool = Rc::new(SizeClassPool::with_options_in(options, Hooked::default()));
     // Another class, with a page of its own already (kept by a live block of it).
-    let class = Layout::new::<[u8; 500]>();
+    let class = Layout::new::<[u8; 200]>();
     let warm = pool.allocate(class).unwrap().cast::<u8>();
     pool_nested_requests(
         pool.clone(),
