@@ -9,7 +9,9 @@ use arena_pool::{Arena, Pool, SizeClassPool};
 fn main() {
     let mut arena = Arena::new();
 
-    // A Vec that grows at the end of the arena grows in place: count how often its buffer moved.
+    // A Vec that grows at the end of the arena grows in place while its chunk has room; past
+    // 64 KiB it moves to a large block of its own, which grows by the backing allocator's realloc
+    // (often in place too). Count how often its buffer moved.
     let mut v: Vec<u64, &Arena> = Vec::new_in(&arena);
     let mut moves = 0;
     let mut last = v.as_ptr();
@@ -21,11 +23,13 @@ fn main() {
         }
     }
     println!(
-        "Vec<u64>: 100000 pushes, buffer moved {moves} times, capacity {} bytes, arena used {} bytes",
+        "Vec<u64>: 100000 pushes, buffer moved {moves} times, capacity {} bytes, arena used {} \
+         bytes, large blocks {}",
         v.capacity() * 8,
-        arena.used_bytes()
+        arena.used_bytes(),
+        arena.stats().large_blocks
     );
-    drop(v);
+    drop(v); // the large block goes back to the backing allocator at once
 
     // Box owns (and drops) its value; the arena only provides the memory.
     let greeting = Box::new_in(String::from("hello from a box in the arena"), &arena);
@@ -41,10 +45,11 @@ fn main() {
     drop(map);
     println!("after the first round: {:?}", arena.stats());
 
-    // A reset loop: the arena keeps its chunks, so after the first cycles nothing is allocated.
+    // A reset loop: reset keeps one chunk, sized for what the loop uses, so after its first
+    // cycles the loop takes nothing more from the backing allocator.
     for round in 0..5 {
         arena.reset();
-        let before = arena.allocated_bytes();
+        let before = arena.allocated_bytes_including_metadata();
         let words: Vec<&str, &Arena> = {
             let mut words = Vec::new_in(&arena);
             for i in 0..2_000 {
@@ -53,11 +58,11 @@ fn main() {
             words
         };
         println!(
-            "round {round}: {} strings, last {:?}, used {} bytes, chunks grew by {} bytes",
+            "round {round}: {} strings, last {:?}, used {} bytes, {} more bytes taken",
             words.len(),
             words.last().copied().unwrap_or_default(),
             arena.used_bytes(),
-            arena.allocated_bytes() - before
+            arena.allocated_bytes_including_metadata() - before
         );
     }
 

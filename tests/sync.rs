@@ -143,7 +143,10 @@ fn reset_settles_in_one_chunk_and_drop_frees_it() {
             "backing calls after each cycle: {calls:?}"
         );
         let held = arena.stats().allocated_bytes;
-        assert!((8000..=8000 * 3 / 2).contains(&held), "{held} held for 8000");
+        assert!(
+            (8000..=8000 * 3 / 2).contains(&held),
+            "{held} held for 8000"
+        );
         arena.trim();
         assert_eq!(arena.stats().chunks, 1, "trim keeps the current chunk");
     }
