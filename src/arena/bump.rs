@@ -245,7 +245,7 @@ impl RawArena {
             return Err(Failure::Reentered);
         }
         if layout.size() >= LARGE_THRESHOLD {
-            return self.alloc_large(layout, src);
+            return self.alloc_large(layout, slack, src);
         }
         // A small dispatcher, so that the first allocation of an arena does not pay for the
         // general path's stack frame.
@@ -804,14 +804,38 @@ impl RawArena {
     }
 
     /// Takes a large block for `layout`, a request of at least the threshold that does not fit
-    /// the current chunk. Changes nothing when it fails (or the backing allocator unwinds).
+    /// the current chunk; `slack` (a last block moving out of its chunk as it grows) asks for
+    /// room to double, as a new chunk would give it, so that its next grow needs no backing call
+    /// (later grows go through the backing allocator's `grow` with no slack). Changes nothing
+    /// when it fails (or the backing allocator unwinds).
     fn alloc_large<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
+        slack: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
+        let roomy = slack
+            .then(|| layout.size().checked_mul(2))
+            .flatten()
+            .and_then(|size| Layout::from_size_align(size, layout.align()).ok())
+            .and_then(block_layout)
+            .filter(|&(b, _)| self.check_limit(b.size()).is_ok());
+        if let Some((roomy, _)) = roomy {
+            if let Ok(p) = self.take_large(roomy, src) {
+                return Ok(p);
+            }
+        }
         self.check_limit(block.size())?;
+        self.take_large(block, src)
+    }
+
+    /// Takes a large block of `block`'s layout (from `block_layout`) and links it in.
+    fn take_large<S: ChunkSource + ?Sized>(
+        &self,
+        block: Layout,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
         let p = self.backing_call.run(|| src.allocate_large(block))?;
         // SAFETY: a fresh block of `block`'s layout, ours alone.
         let b = unsafe { Large::init(p.cast(), block) };
@@ -916,7 +940,16 @@ impl RawArena {
     ) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(new).ok_or(Failure::CapacityOverflow)?;
         let old_block = b.layout();
-        let q = if new.size() < LARGE_THRESHOLD || block.align() != old_block.align() {
+        let q = if new.size() >= old.size()
+            && block.align() == old_block.align()
+            && block.size() <= old_block.size()
+        {
+            // A grow within the room the block was given: in place, no call. Like any resize it
+            // makes the block the newest (a scope it happens in frees it).
+            self.large.unlink(b);
+            self.large.push(b);
+            b.data()
+        } else if new.size() < LARGE_THRESHOLD || block.align() != old_block.align() {
             let q = self.alloc(new, src)?;
             // SAFETY: `q` is a fresh block, distinct from `b`'s; both hold the bytes copied.
             unsafe {
