@@ -1,14 +1,16 @@
 //! Shared code of the benchmark suites: one [`BenchAlloc`] trait over arena-pool and its peers,
 //! so that every case runs the same code for every crate; [`TypedAlloc`] for the crates' own
 //! typed APIs and [`SlotStore`] for the slot-level pools; the [`harness`] that runs a suite under
-//! criterion or once per case for the instruction counts; and the start-up set-up that keeps the
-//! runs fair ([`fix_malloc_thresholds`]).
+//! criterion, once per case for the instruction counts, or for the memory counts of the
+//! [`meter`] (the `meter` feature); and the start-up set-up that keeps the runs fair
+//! ([`fix_malloc_thresholds`]).
 //!
 //! Each adapter forwards to the `Allocator` trait the crate implements itself: allocator-api2 0.2
 //! for arena-pool, bumpalo and bump-scope, allocator-api2 0.4 for blink-alloc and stumpalo.
 //! Collections reach every allocator through the same allocator-api2 0.2 types via [`Api02`].
 
 pub mod harness;
+pub mod meter;
 mod slots;
 mod typed;
 
@@ -223,10 +225,20 @@ bump_peer!(
     allocator_api2_04::alloc::Allocator
 );
 
+/// What [`SystemAlloc`] calls: `System` itself, except in the memory meter's build, where the
+/// global allocator (the meter, over `System`) is called instead, so that the meter sees the calls
+/// (`System` does not go through the global allocator). The timed and counted builds call
+/// `System` as before.
+#[cfg(not(feature = "meter"))]
+use allocator_api2::alloc::System as Malloc;
+#[cfg(feature = "meter")]
+use allocator_api2::alloc::Global as Malloc;
+
 /// The system allocator (`std::alloc::System`, glibc malloc here) as if it were an arena: it
 /// records every live block so that `reset` can free them. The bookkeeping (a `Vec` push per
 /// allocation, a search from the end per deallocate/grow/shrink, usually one step) is part of its
-/// numbers: read this column as a baseline, not as malloc's exact cost.
+/// time and instruction numbers: read this column as a baseline, not as malloc's exact cost. The
+/// memory meter does not count the list ([`meter::unmetered`]): its memory column is the blocks.
 #[derive(Default)]
 pub struct SystemAlloc {
     live: RefCell<Vec<(NonNull<u8>, Layout)>>,
@@ -242,7 +254,7 @@ impl SystemAlloc {
     }
 }
 
-// SAFETY: every method forwards to `System`'s `Allocator` impl with the caller's arguments; the
+// SAFETY: every method forwards to `Malloc`'s `Allocator` impl with the caller's arguments; the
 // list only records the blocks, and `reset` frees each recorded block once, with its layout.
 unsafe impl BenchAlloc for SystemAlloc {
     const NAME: &'static str = "System";
@@ -252,14 +264,14 @@ unsafe impl BenchAlloc for SystemAlloc {
     fn reset(&mut self) {
         for (ptr, layout) in self.live.get_mut().drain(..) {
             // SAFETY: `ptr` is live (recorded at allocation, removed when freed or moved) and was
-            // allocated by `System` with `layout`.
-            unsafe { allocator_api2::alloc::System.deallocate(ptr, layout) }
+            // allocated by `Malloc` with `layout`.
+            unsafe { Malloc.deallocate(ptr, layout) }
         }
     }
     #[inline(always)]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let block = allocator_api2::alloc::System.allocate(layout)?;
-        self.live.borrow_mut().push((block.cast(), layout));
+        let block = Malloc.allocate(layout)?;
+        meter::unmetered(|| self.live.borrow_mut().push((block.cast(), layout)));
         Ok(block)
     }
     #[inline(always)]
@@ -267,7 +279,7 @@ unsafe impl BenchAlloc for SystemAlloc {
         let i = self.find(ptr);
         self.live.borrow_mut().swap_remove(i);
         // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
-        unsafe { allocator_api2::alloc::System.deallocate(ptr, layout) }
+        unsafe { Malloc.deallocate(ptr, layout) }
     }
     #[inline(always)]
     unsafe fn grow(
@@ -278,7 +290,7 @@ unsafe impl BenchAlloc for SystemAlloc {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let i = self.find(ptr);
         // SAFETY: forwarded from the caller's `Allocator::grow` contract.
-        let block = unsafe { allocator_api2::alloc::System.grow(ptr, old, new) }?;
+        let block = unsafe { Malloc.grow(ptr, old, new) }?;
         self.live.borrow_mut()[i] = (block.cast(), new);
         Ok(block)
     }
@@ -291,7 +303,7 @@ unsafe impl BenchAlloc for SystemAlloc {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let i = self.find(ptr);
         // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
-        let block = unsafe { allocator_api2::alloc::System.shrink(ptr, old, new) }?;
+        let block = unsafe { Malloc.shrink(ptr, old, new) }?;
         self.live.borrow_mut()[i] = (block.cast(), new);
         Ok(block)
     }
@@ -300,6 +312,9 @@ unsafe impl BenchAlloc for SystemAlloc {
 impl Drop for SystemAlloc {
     fn drop(&mut self) {
         self.reset();
+        // The list was grown unmetered (see `allocate`): it is freed so too.
+        let live = core::mem::take(self.live.get_mut());
+        meter::unmetered(|| drop(live));
     }
 }
 
