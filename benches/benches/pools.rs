@@ -11,6 +11,10 @@
 //! One store serves every iteration, and every iteration frees all it allocated, so the measured
 //! state is the pool's steady state (its slabs already taken).
 //!
+//! The cases' own data (orders of indices, lists of handles or blocks, the replacement steps) is
+//! made and dropped outside the memory meter's count ([`unmetered`]): the memory figures are the
+//! stores' own.
+//!
 //! The thread-safe pools get their rows here too: a `SlotFamily` (in the library's `slots`
 //! module) and one line in `slot_row` for the slot-level rows, one `r.bench` line in `mixed_row`
 //! for the mixed-size rows.
@@ -21,6 +25,7 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use arena_pool::{SizeClassPool, SyncArena, SyncPool};
 use arena_pool_benches::harness::{Driver, Runner, arena_pool_bench_measured_worker, run_suite};
+use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{
     FastallocSlots, Layout, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlotFamily,
     SlotStore, SyncPoolSlots, SystemBox,
@@ -81,8 +86,8 @@ fn churn<F: SlotFamily, const W: usize>(d: &mut Driver<'_, '_>) {
 /// `n` inserts, then the `n` removes in `order`.
 fn fill_drain<F: SlotFamily>(d: &mut Driver<'_, '_>, n: usize, order: Order) {
     let store = F::Store::<Payload<4>>::with_capacity(n);
-    let order = order.indices(n);
-    let mut handles = std::vec::Vec::with_capacity(n);
+    let order = unmetered(|| order.indices(n));
+    let mut handles = unmetered(|| std::vec::Vec::with_capacity(n));
     d.steady(|| {
         for i in 0..n as u64 {
             handles.push(Some(store.insert(Payload::new(i))));
@@ -93,6 +98,7 @@ fn fill_drain<F: SlotFamily>(d: &mut Driver<'_, '_>, n: usize, order: Order) {
         }
         handles.clear();
     });
+    unmetered(|| drop((order, handles)));
 }
 
 #[derive(Clone, Copy)]
@@ -179,11 +185,12 @@ impl MixedCase {
                 }
             }),
             MixedCase::Replace => {
-                let steps = replacements(N, LIVE);
-                let mut live: std::vec::Vec<(core::ptr::NonNull<u8>, Layout)> = steps[..LIVE]
-                    .iter()
-                    .map(|&(_, layout)| (a.allocate(layout).unwrap().cast(), layout))
-                    .collect();
+                let steps = unmetered(|| replacements(N, LIVE));
+                let mut live: std::vec::Vec<(core::ptr::NonNull<u8>, Layout)> =
+                    unmetered(|| std::vec::Vec::with_capacity(LIVE));
+                for &(_, layout) in &steps[..LIVE] {
+                    live.push((a.allocate(layout).unwrap().cast(), layout));
+                }
                 d.steady(|| {
                     for &(i, layout) in &steps {
                         let slot = &mut live[i];
@@ -194,10 +201,11 @@ impl MixedCase {
                     }
                     black_box(&mut live);
                 });
-                for (p, layout) in live {
+                for &(p, layout) in &live {
                     // SAFETY: every block left in the set is live, allocated by `a` with `layout`.
                     unsafe { a.deallocate(p, layout) };
                 }
+                unmetered(|| drop((steps, live)));
             }
         }
     }

@@ -225,14 +225,14 @@ bump_peer!(
     allocator_api2_04::alloc::Allocator
 );
 
+#[cfg(feature = "meter")]
+use allocator_api2::alloc::Global as Malloc;
 /// What [`SystemAlloc`] calls: `System` itself, except in the memory meter's build, where the
 /// global allocator (the meter, over `System`) is called instead, so that the meter sees the calls
 /// (`System` does not go through the global allocator). The timed and counted builds call
 /// `System` as before.
 #[cfg(not(feature = "meter"))]
 use allocator_api2::alloc::System as Malloc;
-#[cfg(feature = "meter")]
-use allocator_api2::alloc::Global as Malloc;
 
 /// The system allocator (`std::alloc::System`, glibc malloc here) as if it were an arena: it
 /// records every live block so that `reset` can free them. The bookkeeping (a `Vec` push per
