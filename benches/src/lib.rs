@@ -225,14 +225,13 @@ bump_peer!(
     allocator_api2_04::alloc::Allocator
 );
 
-#[cfg(feature = "meter")]
-use allocator_api2::alloc::Global as Malloc;
-/// What [`SystemAlloc`] calls: `System` itself, except in the memory meter's build, where the
-/// global allocator (the meter, over `System`) is called instead, so that the meter sees the calls
-/// (`System` does not go through the global allocator). The timed and counted builds call
-/// `System` as before.
+/// What [`SystemAlloc`] calls: `System` itself in the timed and counted builds ...
 #[cfg(not(feature = "meter"))]
-use allocator_api2::alloc::System as Malloc;
+const MALLOC: allocator_api2::alloc::System = allocator_api2::alloc::System;
+/// ... and in the memory meter's build the global allocator (the meter, over `System`), so that
+/// the meter sees the calls (`System` does not go through the global allocator).
+#[cfg(feature = "meter")]
+const MALLOC: allocator_api2::alloc::Global = allocator_api2::alloc::Global;
 
 /// The system allocator (`std::alloc::System`, glibc malloc here) as if it were an arena: it
 /// records every live block so that `reset` can free them. The bookkeeping (a `Vec` push per
@@ -254,7 +253,7 @@ impl SystemAlloc {
     }
 }
 
-// SAFETY: every method forwards to `Malloc`'s `Allocator` impl with the caller's arguments; the
+// SAFETY: every method forwards to `MALLOC`'s `Allocator` impl with the caller's arguments; the
 // list only records the blocks, and `reset` frees each recorded block once, with its layout.
 unsafe impl BenchAlloc for SystemAlloc {
     const NAME: &'static str = "System";
@@ -264,13 +263,13 @@ unsafe impl BenchAlloc for SystemAlloc {
     fn reset(&mut self) {
         for (ptr, layout) in self.live.get_mut().drain(..) {
             // SAFETY: `ptr` is live (recorded at allocation, removed when freed or moved) and was
-            // allocated by `Malloc` with `layout`.
-            unsafe { Malloc.deallocate(ptr, layout) }
+            // allocated by `MALLOC` with `layout`.
+            unsafe { MALLOC.deallocate(ptr, layout) }
         }
     }
     #[inline(always)]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let block = Malloc.allocate(layout)?;
+        let block = MALLOC.allocate(layout)?;
         meter::unmetered(|| self.live.borrow_mut().push((block.cast(), layout)));
         Ok(block)
     }
@@ -279,7 +278,7 @@ unsafe impl BenchAlloc for SystemAlloc {
         let i = self.find(ptr);
         self.live.borrow_mut().swap_remove(i);
         // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
-        unsafe { Malloc.deallocate(ptr, layout) }
+        unsafe { MALLOC.deallocate(ptr, layout) }
     }
     #[inline(always)]
     unsafe fn grow(
@@ -290,7 +289,7 @@ unsafe impl BenchAlloc for SystemAlloc {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let i = self.find(ptr);
         // SAFETY: forwarded from the caller's `Allocator::grow` contract.
-        let block = unsafe { Malloc.grow(ptr, old, new) }?;
+        let block = unsafe { MALLOC.grow(ptr, old, new) }?;
         self.live.borrow_mut()[i] = (block.cast(), new);
         Ok(block)
     }
@@ -303,7 +302,7 @@ unsafe impl BenchAlloc for SystemAlloc {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let i = self.find(ptr);
         // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
-        let block = unsafe { Malloc.shrink(ptr, old, new) }?;
+        let block = unsafe { MALLOC.shrink(ptr, old, new) }?;
         self.live.borrow_mut()[i] = (block.cast(), new);
         Ok(block)
     }
