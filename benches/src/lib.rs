@@ -362,6 +362,67 @@ unsafe impl<A: BenchAlloc> Allocator for Api02<'_, A> {
     }
 }
 
+/// A fixed, seedless hasher for maps of integer keys (the same hashing work for every crate and
+/// every run): the key mixed by a multiply-xor-shift.
+#[derive(Clone, Copy, Default)]
+pub struct MixHasher(u64);
+
+impl core::hash::Hasher for MixHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        let x = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^ (x >> 29)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.0 ^= x;
+    }
+}
+
+impl core::hash::BuildHasher for MixHasher {
+    type Hasher = MixHasher;
+    #[inline]
+    fn build_hasher(&self) -> MixHasher {
+        MixHasher(0)
+    }
+}
+
+/// A xorshift64 sequence: fixed-seed pseudo-random numbers, the same for every crate and run.
+#[derive(Clone, Copy)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// The sequence from `seed` (not zero).
+    pub const fn new(seed: u64) -> XorShift {
+        assert!(seed != 0, "xorshift needs a non-zero seed");
+        XorShift(seed)
+    }
+
+    /// The next number.
+    #[inline(always)]
+    #[allow(clippy::should_implement_trait)] // an endless sequence, not an iterator
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// The next number below `n`.
+    #[inline(always)]
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
 /// Fixes glibc malloc's thresholds for the whole run, so that one crate's heap history cannot
 /// skew the next crate's numbers (DESIGN §7: with the default *dynamic* mmap threshold, whichever
 /// crate ran first paid page faults on every large chunk). Blocks up to 32 MiB (glibc's maximum
