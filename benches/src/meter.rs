@@ -7,7 +7,8 @@
 //! The counts are of the sizes *requested* (the `Layout`s), not of what malloc rounds them up to
 //! or keeps around them:
 //! - `held`: the bytes of the blocks currently allocated (a `realloc` changes it by the
-//!   difference of the sizes);
+//!   difference of the sizes; one that moves the block counts both blocks at its peak, as they
+//!   are both held while it copies);
 //! - `requested`: the sum of the sizes asked for by `alloc`, `alloc_zeroed` and `realloc` (a
 //!   `realloc` counts its whole new size);
 //! - `allocs` (`alloc` and `alloc_zeroed`), `deallocs` and `reallocs`: the calls, one each.
@@ -124,8 +125,12 @@ mod imp {
             if counted() {
                 REALLOCS.fetch_add(1, Relaxed);
                 REQUESTED.fetch_add(new_size as u64, Relaxed);
-                if !p.is_null() {
+                if p == ptr {
                     add_held(new_size as i64 - layout.size() as i64);
+                } else if !p.is_null() {
+                    // Moved: the old block and the new one were both held while it copied.
+                    add_held(new_size as i64);
+                    HELD.fetch_sub(layout.size() as i64, Relaxed);
                 }
             }
             p
