@@ -171,14 +171,14 @@ memory_section() {
 ## Memory use
 
 What each crate holds from the allocator below it, for every case of every suite (counted on
-$(date -u '+%Y-%m-%d %H:%M UTC'), commit \`${commit}\`; the counts are exact and repeatable: they
-depend neither on the machine's load nor on malloc). The suites are built a second time with the
-benches' \`meter\` feature (\`cargo bench -p arena-pool-benches --features meter\`), whose
-\`#[global_allocator]\` forwards every call to \`std::alloc::System\` and counts it; the timed
-and counted builds above are built without it. Every crate measured takes its memory from the
-global allocator: arena-pool's default backing allocator is \`Global\`, bumpalo, bump-scope,
-blink-alloc and stumpalo allocate their chunks from it, and the pools and \`System\` call it
-directly. Each suite binary runs with \`BENCH_MEMORY=<suite>/\` (its memory mode, see
+$(date -u '+%Y-%m-%d %H:%M UTC'), commit \`${commit}\`; the counts are exact and repeatable, the
+thread rows aside, and depend neither on the machine's load nor on malloc). The suites are built
+a second time with the benches' \`meter\` feature (\`cargo bench -p arena-pool-benches --features
+meter\`), whose \`#[global_allocator]\` forwards every call to \`std::alloc::System\` and counts
+it; the timed and counted builds above are built without it. Every crate measured takes its memory
+from the global allocator: arena-pool's default backing allocator is \`Global\`, bumpalo,
+bump-scope, blink-alloc and stumpalo allocate their chunks from it, and the pools and \`System\`
+call it directly. Each suite binary runs with \`BENCH_MEMORY=<suite>/\` (its memory mode, see
 \`benches/src/harness.rs\`): each case once unrecorded, then recorded from the allocator's
 construction to its teardown, through the same code as the timed run; a reuse loop runs 2 + 3
 cycles, a case on a fresh allocator (the \`batched\` ones, and the memory suite's) one unit.
@@ -195,8 +195,9 @@ cycles, a case on a fresh allocator (the \`batched\` ones, and the memory suite'
   mode's lines also give the three apart).
 - Not counted: the cases' own data (copy sources, orders of indices, lists of handles) and the
   list of live blocks \`System\` keeps for its reset, all made outside the count.
-- The thread rows (pools) count spawning and joining the threads, in both columns; a thread's
-  last frees may come after its case has ended.
+- The thread rows (pools) count spawning and joining the threads, in both columns. A thread's
+  last frees (about 144 bytes, 3 calls) come just before or just after its case ends, so these
+  rows can differ by that much from one run to the next; every other row is the same each run.
 - Each cell: the figure, its ratio to the lowest of the row (bold), and its ratio to the
   \`System\` column of the row; \`-\` for a ratio with nothing to divide by (no \`System\` column
   in the row, or a zero: \`System\` holds nothing after its reset), and no parentheses where
