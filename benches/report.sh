@@ -11,7 +11,7 @@
 #
 # Usage:
 #   benches/report.sh                  full run (1 s warm-up, 3 s measurement, 100 samples per
-#                                      benchmark: about 40 minutes)
+#                                      benchmark: about 50 minutes)
 #   BENCH_QUICK=1 benches/report.sh    short measurement times, a trial of the whole pipeline
 #   BENCH_ONLY=memory benches/report.sh
 #                                      step 3 alone (a few minutes, most of it the build): replaces
