@@ -4,17 +4,27 @@
 #      each cell's ratio to the fastest crate of its row);
 #   2. instructions per operation of every case for every crate, under valgrind's callgrind
 #      (the suites' counting mode, see benches/src/harness.rs);
-#   3. the machine, the toolchain, the crate versions and how malloc was set up.
+#   3. memory: peak bytes, bytes requested and calls into the global allocator of every case for
+#      every crate (the suites' memory mode, in a second build with the `meter` feature, whose
+#      global allocator counts: see benches/src/meter.rs);
+#   4. the machine, the toolchain, the crate versions and how malloc was set up.
 #
 # Usage:
 #   benches/report.sh                  full run (1 s warm-up, 3 s measurement, 100 samples per
-#                                      benchmark: about 35 minutes)
+#                                      benchmark: about 50 minutes)
 #   BENCH_QUICK=1 benches/report.sh    short measurement times, a trial of the whole pipeline
+#   BENCH_ONLY=memory benches/report.sh
+#                                      step 3 alone (a few minutes, most of it the build): replaces
+#                                      the memory section of the existing report, keeps the rest
 # Environment:
 #   BENCH_QUICK=1     warm-up 0.1 s, measurement 0.3 s, 10 samples per benchmark
+#   BENCH_ONLY=memory only the memory pass (needs neither criterion's tools nor valgrind)
+#   BENCH_SUITES="a b" only these suites, in this order (a partial report, for trials; default:
+#                     allocator_api collections typed pools memory)
 #   BENCH_JOBS=N      callgrind runs in parallel (default 2; counts do not depend on load)
 #   BENCH_OUT=PATH    where to write the report (default BENCHMARKS.md at the repository root)
-#   CARGO_TARGET_DIR  honoured as usual
+#   CARGO_TARGET_DIR  honoured as usual (the meter's build shares it: the feature gives its
+#                     artifacts other names, so neither build replaces the other)
 # Needs: cargo (installs cargo-criterion and criterion-table with `cargo install --locked` when
 # missing), valgrind, awk, sed. Run it on an otherwise idle machine: other work skews timings.
 set -euo pipefail
@@ -22,7 +32,12 @@ cd "$(dirname "$0")/.."
 root=$PWD
 out=${BENCH_OUT:-$root/BENCHMARKS.md}
 jobs=${BENCH_JOBS:-2}
-suites=(allocator_api collections typed pools)
+read -r -a suites <<<"${BENCH_SUITES:-allocator_api collections typed pools memory}"
+only=${BENCH_ONLY:-}
+case $only in
+  "" | memory) ;;
+  *) echo "BENCH_ONLY: only 'memory' is supported (got '$only')" >&2; exit 2 ;;
+esac
 
 export RUSTUP_AUTO_INSTALL=0 CARGO_TERM_COLOR=never
 # Line tables let callgrind_annotate map instructions to source lines; they change no code. The
@@ -34,13 +49,200 @@ trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 log() { printf '[%4ss] %s\n' "$(($(date +%s) - start))" "$*" >&2; }
 
-for tool in cargo-criterion criterion-table; do
-  if ! command -v "$tool" >/dev/null; then
-    log "installing $tool"
-    cargo install --locked "$tool"
+if [[ -z $only ]]; then
+  for tool in cargo-criterion criterion-table; do
+    if ! command -v "$tool" >/dev/null; then
+      log "installing $tool"
+      cargo install --locked "$tool"
+    fi
+  done
+  command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
+fi
+
+# ---- 3. memory: the pass, its tables and its text (run after step 2, or alone) ----
+# A second build of the suites with the `meter` feature (same target directory, other
+# artifacts), then each suite binary once with BENCH_MEMORY=<suite>/, which prints one line per
+# case: id, peak, requested, calls, held at end, calls after settling, allocs, deallocs, reallocs
+# (see benches/src/harness.rs).
+memory_pass() {
+  log "memory: building the suites with the meter (--features meter)"
+  cargo bench -p arena-pool-benches --features meter --no-run --message-format=json \
+    2>"$work/build-meter.log" \
+    | sed -n 's/.*"kind":\["bench"\].*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*/\1 \2/p' \
+    >"$work/meter-bins" || { cat "$work/build-meter.log" >&2; exit 1; }
+  local suite bin
+  : >"$work/memory.tsv"
+  for suite in "${suites[@]}"; do
+    bin=$(awk -v s="$suite" '$1 == s { print $2 }' "$work/meter-bins")
+    [[ -x $bin ]] || { echo "no meter build of suite $suite" >&2; exit 1; }
+    BENCH_MEMORY="$suite/" "$bin" >>"$work/memory.tsv" 2>>"$work/memory.log" \
+      || { tail -30 "$work/memory.log" >&2; exit 1; }
+    log "memory: $suite done"
+  done
+  log "memory: $(wc -l <"$work/memory.tsv") cases metered"
+  memory_section >"$work/memory.md"
+}
+
+# One table per suite and figure: rows = cases, columns = crates; each cell the figure, its ratio
+# to the lowest of the row (bold) and its ratio to the System column of the row. The memory
+# suite also gets the held-at-end and calls-after-settling tables.
+memory_awk='
+function human(b) {
+  if (b < 1024) return sprintf("%d B", b)
+  if (b < 1048576) return sprintf("%.1f KiB", b / 1024)
+  return sprintf("%.2f MiB", b / 1048576)
+}
+# The ratio of v to r; empty where there is none (no reference, or a reference of zero).
+function ratio(v, r) {
+  if (r == "" || r == 0) return v == r ? "1.00x" : ""
+  if (v > 0 && v / r < 0.01) return "<0.01x"
+  return sprintf("%.2fx", v / r)
+}
+# " (a, b)", with "-" for a missing one; nothing if both are missing.
+function ratios(a, b) {
+  if (a == "" && b == "") return ""
+  return " (" (a == "" ? "-" : a) ", " (b == "" ? "-" : b) ")"
+}
+function table(s, m, title, bytes,   i, j, r, k, v, min, any, sys, cell) {
+  any = 0
+  for (i = 1; i <= nrow[s]; i++)
+    for (j = 1; j <= ncol[s]; j++)
+      if ((s, row[s, i], col[s, j], m) in val) any = 1
+  if (!any) return
+  printf "%s\n\n| |", title
+  for (j = 1; j <= ncol[s]; j++) printf " `%s` |", col[s, j]
+  printf "\n|:--|"
+  for (j = 1; j <= ncol[s]; j++) printf "--:|"
+  printf "\n"
+  for (i = 1; i <= nrow[s]; i++) {
+    r = row[s, i]; min = ""; any = 0
+    for (j = 1; j <= ncol[s]; j++) {
+      k = col[s, j]
+      if (!((s, r, k, m) in val)) continue
+      any = 1
+      if (min == "" || val[s, r, k, m] < min) min = val[s, r, k, m]
+    }
+    if (!any) continue
+    sys = ((s, r, "System", m) in val) ? val[s, r, "System", m] : ""
+    printf "| **`%s`** |", r
+    for (j = 1; j <= ncol[s]; j++) {
+      k = col[s, j]
+      if (!((s, r, k, m) in val)) { printf " N/A |"; continue }
+      v = val[s, r, k, m]
+      cell = bytes ? human(v) : v
+      if (v == min) printf " **%s**%s |", cell, ratios("**1.00x**", ratio(v, sys))
+      else printf " %s%s |", cell, ratios(ratio(v, min), ratio(v, sys))
+    }
+    printf "\n"
+  }
+  printf "\n"
+}
+BEGIN { FS = "\t" }
+{
+  split($1, id, "/")
+  s = id[1]; k = id[2]; r = substr($1, length(s) + length(k) + 3)
+  if (!(s in ns)) { suite[++nsuite] = s; ns[s] = 1 }
+  if (!((s, k) in colseen)) { colseen[s, k] = 1; col[s, ++ncol[s]] = k }
+  if (!((s, r) in rowseen)) { rowseen[s, r] = 1; row[s, ++nrow[s]] = r }
+  for (m = 2; m <= 6; m++) if ($m != "-") val[s, r, k, m] = $m + 0
+}
+END {
+  for (a = 1; a <= nsuite; a++) {
+    s = suite[a]
+    printf "### %s\n\n", s
+    table(s, 2, "**Peak bytes** held during the case (above those held when it started):", 1)
+    table(s, 3, "**Bytes requested** (the sizes of `alloc`, `alloc_zeroed` and `realloc`, summed):", 1)
+    table(s, 4, "**Calls** (`alloc` + `dealloc` + `realloc`, summed):", 0)
+    if (s == "memory") {
+      table(s, 5, "**Held at end** (bytes; where each unit marks it, see above):", 1)
+      table(s, 6, "**Calls after settling** (see above):", 0)
+    }
+  }
+}
+'
+
+memory_section() {
+  local commit
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+    commit="$commit, with uncommitted changes"
   fi
-done
-command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
+  cat <<EOF
+## Memory use
+
+What each crate holds from the allocator below it, for every case of every suite (counted on
+$(date -u '+%Y-%m-%d %H:%M UTC'), commit \`${commit}\`; the counts are exact and repeatable, the
+thread rows aside, and depend neither on the machine's load nor on malloc). The suites are built
+a second time with the benches' \`meter\` feature (\`cargo bench -p arena-pool-benches --features
+meter\`), whose \`#[global_allocator]\` forwards every call to \`std::alloc::System\` and counts
+it; the timed and counted builds above are built without it. Every crate measured takes its memory
+from the global allocator: arena-pool's default backing allocator is \`Global\`, bumpalo,
+bump-scope, blink-alloc and stumpalo allocate their chunks from it, and the pools and \`System\`
+call it directly. Each suite binary runs with \`BENCH_MEMORY=<suite>/\` (its memory mode, see
+\`benches/src/harness.rs\`): each case once unrecorded, then recorded from the allocator's
+construction to its teardown, through the same code as the timed run; a reuse loop runs 2 + 3
+cycles, a case on a fresh allocator (the \`batched\` ones, and the memory suite's) one unit.
+
+- **Bytes** are the sizes requested (the \`Layout\`s), not what malloc makes of them: glibc
+  adds 8 bytes to a block and rounds it up to 16 (32 at the least), so for small blocks the
+  \`System\` column is below the memory malloc really uses. An arena's bytes are its chunks,
+  headers included.
+- **Peak**: the highest number of bytes held during the case, above those held when it started
+  (a \`realloc\` that moves its block counts both blocks, held together while it copies).
+- **Bytes requested**: the sizes asked for by \`alloc\`, \`alloc_zeroed\` and \`realloc\` (a
+  \`realloc\` counts its whole new size), summed over the case.
+- **Calls**: \`alloc\` + \`dealloc\` + \`realloc\` calls, summed, each counting one (the memory
+  mode's lines also give the three apart).
+- Not counted: the cases' own data (copy sources, orders of indices, lists of handles) and the
+  list of live blocks \`System\` keeps for its reset, all made outside the count.
+- The thread rows (pools) count spawning and joining the threads, in both columns. A thread's
+  last frees (about 144 bytes, 3 calls) come just before or just after its case ends, so these
+  rows can differ by that much from one run to the next; every other row is the same each run.
+- Each cell: the figure, its ratio to the lowest of the row (bold), and its ratio to the
+  \`System\` column of the row; \`-\` for a ratio with nothing to divide by (no \`System\` column
+  in the row, or a zero: \`System\` holds nothing after its reset), and no parentheses where
+  both are missing.
+
+**The memory suite.** Each unit runs on a fresh allocator and drops it at its end. Two more
+tables: **held at end**, the bytes still held where the unit marks them: after its collections
+are dropped (the allocator not yet), after the scope has ended, after the reset loop's last
+(20th) reset, and after the 8th cycle (and reset) following the spike; **calls after settling**,
+the calls the reset loop makes after its 4th cycle (its cycles 5 to 20) and those of the 8
+further cycles after the spike case's held mark. A loop that has settled makes none. The scoped
+row is arena-pool's \`Arena::with_scope\`, bump-scope's \`Bump::scoped\` and stumpalo's
+\`Arena::with_scope\`; for \`System\` the vector lives in a block and is freed at its end;
+bumpalo and blink-alloc have no scope and no checkpoint to return to, so no cell.
+
+EOF
+  awk "$memory_awk" "$work/memory.tsv"
+}
+
+# BENCH_ONLY=memory: the memory section of the report replaced (or, if it has none, added before
+# the machine section and to the table of contents); the rest of the report stays as it was.
+splice_memory_section() {
+  if [[ -f $out ]]; then
+    awk -v sec="$work/memory.md" '
+      BEGIN { while ((getline line < sec) > 0) text = text line "\n" }
+      /^- \[Memory use\]/ { toc = 1 }
+      /^- \[Machine, toolchain and versions\]/ && !toc { print "- [Memory use](#memory-use)" }
+      /^## Memory use$/ { skip = 1; if (!done) { printf "%s", text; done = 1 }; next }
+      skip && /^## / { skip = 0 }
+      /^## Machine, toolchain and versions$/ && !done { printf "%s", text; done = 1 }
+      !skip { print }
+      END { if (!done) printf "\n%s", text }
+    ' "$out" >"$work/out.md"
+  else
+    { printf '# Benchmarks\n\n'; cat "$work/memory.md"; } >"$work/out.md"
+  fi
+  cp "$work/out.md" "$out"
+  log "wrote the memory section of $out"
+}
+
+if [[ $only == memory ]]; then
+  memory_pass
+  splice_memory_section
+  exit 0
+fi
 
 # ---- build once, and find the suite binaries ----
 log "building the suites"
@@ -121,6 +323,9 @@ for pid in "${pids[@]}"; do wait "$pid"; done
 while IFS= read -r f; do cat "$f"; done <"$work/order" >"$work/counts.tsv"
 log "callgrind: $(wc -l <"$work/counts.tsv") cases counted"
 
+# ---- 3. memory (see memory_pass above) ----
+memory_pass
+
 # ---- assemble ----
 # Timing cells: criterion-table compares each crate with the first column; recompute each cell's
 # ratio against the fastest crate of its row (bold), from the times it printed.
@@ -131,6 +336,7 @@ function ps(v, u) {
 /^## Table of Contents/ { toc = 1 }
 toc && /^$/ && seen_entry {
   print "- [Instructions per operation](#instructions-per-operation)"
+  print "- [Memory use](#memory-use)"
   print "- [Machine, toolchain and versions](#machine-toolchain-and-versions)"
   toc = 0
 }
@@ -218,13 +424,15 @@ alignment; callgrind counts per thread, so the thread rows' workers run inside t
 function, and their counts include spawning and joining the threads and, with 2 threads, waiting
 on locks as callgrind runs one thread at a time). The count includes everything the case
 does, the crate's reset at the end of each iteration and the loop around the calls included; it
-is divided by the case's operations (the calls, pushes, inserts, nodes or strings its name
-counts; a first allocation or a reset counts one). Each cell: instructions per operation and the
+is divided by the case's operations (the calls, pushes, inserts, nodes, strings, blocks or
+replacements its name counts; a first allocation or a reset counts one; in the memory suite a
+buffer, a 4 KiB step of the scoped vector, a block of the reset loops). Each cell: instructions per operation and the
 ratio to the lowest of the row (bold). Instruction counts ignore cache misses and branch
 mispredictions, which the timings above include.
 
 EOF
   awk "$counts_awk" "$work/counts.tsv"
+  cat "$work/memory.md"
   cat <<EOF
 ## Machine, toolchain and versions
 

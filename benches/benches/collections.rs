@@ -12,6 +12,7 @@ use std::hint::black_box;
 use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
 use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{Api02, Layout, SystemAlloc, TypedAlloc};
 
 const VEC_PUSHES: usize = 100_000;
@@ -105,7 +106,8 @@ impl Case {
                 }
             }),
             Case::Frames => {
-                let layouts = mixed_layouts(FRAME_ALLOCS);
+                // The layouts are the case's data, not the allocator's: not metered.
+                let layouts = unmetered(|| mixed_layouts(FRAME_ALLOCS));
                 let mut a = A::new();
                 d.steady(|| {
                     for _ in 0..FRAMES {
@@ -115,6 +117,8 @@ impl Case {
                         a.reset();
                     }
                 });
+                drop(a);
+                unmetered(|| drop(layouts));
             }
             Case::Format => steady::<A>(d, |a| {
                 for i in 0..STRINGS {

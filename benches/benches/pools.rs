@@ -11,6 +11,10 @@
 //! One store serves every iteration, and every iteration frees all it allocated, so the measured
 //! state is the pool's steady state (its slabs already taken).
 //!
+//! The cases' own data (orders of indices, lists of handles or blocks, the replacement steps) is
+//! made and dropped outside the memory meter's count ([`unmetered`]): the memory figures are the
+//! stores' own.
+//!
 //! The thread-safe pools get their rows here too: a `SlotFamily` (in the library's `slots`
 //! module) and one line in `slot_row` for the slot-level rows, one `r.bench` line in `mixed_row`
 //! for the mixed-size rows.
@@ -21,9 +25,10 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use arena_pool::{SizeClassPool, SyncArena, SyncPool};
 use arena_pool_benches::harness::{Driver, Runner, arena_pool_bench_measured_worker, run_suite};
+use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{
-    FastallocSlots, Layout, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlotFamily,
-    SlotStore, SyncPoolSlots, SystemBox,
+    FastallocSlots, Layout, MixHasher, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots,
+    SlotFamily, SlotStore, SyncPoolSlots, SystemBox, XorShift,
 };
 
 /// Live blocks of the fill-then-drain cases.
@@ -36,6 +41,12 @@ const MAPS: usize = 100;
 const MAP_ENTRIES: u64 = 100;
 /// Live blocks of the mixed-size churn case.
 const LIVE: usize = 1_000;
+/// Live objects of the slot replacement case, and the replacements.
+const LIVE_SLOTS: usize = 1_000;
+const REPLACEMENTS: usize = 100_000;
+/// Entries of the map of byte vectors, their lengths, and the replacements.
+const MAP_VECS: usize = 1_000;
+const VEC_BYTES: core::ops::RangeInclusive<usize> = 8..=512;
 
 #[derive(Clone, Copy, Debug)]
 enum Order {
@@ -81,8 +92,8 @@ fn churn<F: SlotFamily, const W: usize>(d: &mut Driver<'_, '_>) {
 /// `n` inserts, then the `n` removes in `order`.
 fn fill_drain<F: SlotFamily>(d: &mut Driver<'_, '_>, n: usize, order: Order) {
     let store = F::Store::<Payload<4>>::with_capacity(n);
-    let order = order.indices(n);
-    let mut handles = std::vec::Vec::with_capacity(n);
+    let order = unmetered(|| order.indices(n));
+    let mut handles = unmetered(|| std::vec::Vec::with_capacity(n));
     d.steady(|| {
         for i in 0..n as u64 {
             handles.push(Some(store.insert(Payload::new(i))));
@@ -93,6 +104,84 @@ fn fill_drain<F: SlotFamily>(d: &mut Driver<'_, '_>, n: usize, order: Order) {
         }
         handles.clear();
     });
+    unmetered(|| drop((order, handles)));
+}
+
+/// `n` inserts, the `n` values taken back in a random order, `n` inserts again, taken back in
+/// another random order; checks the values it gets back.
+fn fill_refill<F: SlotFamily>(d: &mut Driver<'_, '_>, n: usize) {
+    let store = F::Store::<Payload<4>>::with_capacity(n);
+    let orders = unmetered(|| [Order::Random.indices(n), shuffled(n, 0x5851_f42d_4c95_7f2d)]);
+    let mut handles = unmetered(|| std::vec::Vec::with_capacity(n));
+    let n64 = n as u64;
+    d.steady(|| {
+        let mut sum = 0;
+        for (round, order) in (0u64..).zip(&orders) {
+            for i in 0..n64 {
+                handles.push(Some(store.insert(Payload::new(round * n64 + i))));
+            }
+            black_box(&mut handles);
+            for &i in order {
+                sum += store.take(handles[i as usize].take().unwrap()).0[0];
+            }
+            handles.clear();
+        }
+        assert_eq!(sum, 2 * n64 * (2 * n64 - 1) / 2);
+    });
+    unmetered(|| drop((orders, handles)));
+}
+
+/// `0..n` in a random order (Fisher-Yates from a fixed seed).
+fn shuffled(n: usize, seed: u64) -> std::vec::Vec<u32> {
+    let mut v: std::vec::Vec<u32> = (0..n as u32).collect();
+    let mut rng = XorShift::new(seed);
+    for i in (1..n).rev() {
+        v.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    v
+}
+
+/// A live set of `LIVE_SLOTS` 64-byte objects: `REPLACEMENTS` times, a random one is taken out
+/// and a new one put in; then all are taken out. Checks the values taken out (in their order)
+/// against a model of the live set.
+fn replace_slots<F: SlotFamily>(d: &mut Driver<'_, '_>) {
+    let store = F::Store::<Payload<8>>::with_capacity(LIVE_SLOTS);
+    let mut handles = unmetered(|| std::vec::Vec::with_capacity(LIVE_SLOTS));
+    let expected = replace_checksum();
+    d.steady(|| {
+        for i in 0..LIVE_SLOTS as u64 {
+            handles.push(Some(store.insert(Payload::new(i))));
+        }
+        let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut check = 0u64;
+        for step in 0..REPLACEMENTS as u64 {
+            let i = rng.below(LIVE_SLOTS as u64) as usize;
+            let old = store.take(handles[i].take().unwrap()).0[0];
+            check = check.wrapping_mul(31).wrapping_add(old);
+            handles[i] = Some(store.insert(Payload::new(LIVE_SLOTS as u64 + step)));
+        }
+        for h in handles.drain(..) {
+            check = check
+                .wrapping_mul(31)
+                .wrapping_add(store.take(h.unwrap()).0[0]);
+        }
+        assert_eq!(check, expected);
+    });
+    unmetered(|| drop(handles));
+}
+
+/// The checksum `replace_slots` computes, from a model of its live set (on the stack).
+fn replace_checksum() -> u64 {
+    let mut live: [u64; LIVE_SLOTS] = core::array::from_fn(|i| i as u64);
+    let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
+    let mut check = 0u64;
+    for step in 0..REPLACEMENTS as u64 {
+        let i = rng.below(LIVE_SLOTS as u64) as usize;
+        check = check.wrapping_mul(31).wrapping_add(live[i]);
+        live[i] = LIVE_SLOTS as u64 + step;
+    }
+    live.iter()
+        .fold(check, |c, &v| c.wrapping_mul(31).wrapping_add(v))
 }
 
 #[derive(Clone, Copy)]
@@ -101,6 +190,10 @@ enum SlotCase {
     Churn(usize),
     /// `fill_drain` of `n` 32-byte payloads.
     FillDrain(usize, Order),
+    /// `fill_refill` of `n` 32-byte payloads.
+    FillRefill(usize),
+    /// `replace_slots`.
+    ReplaceSlots,
 }
 
 impl SlotCase {
@@ -108,6 +201,8 @@ impl SlotCase {
         match self {
             SlotCase::Churn(_) => N as u64,
             SlotCase::FillDrain(n, _) => 2 * n as u64,
+            SlotCase::FillRefill(n) => 4 * n as u64,
+            SlotCase::ReplaceSlots => REPLACEMENTS as u64,
         }
     }
 
@@ -119,6 +214,8 @@ impl SlotCase {
             SlotCase::Churn(128) => churn::<F, 128>(d),
             SlotCase::Churn(w) => unreachable!("no churn case for {w} words"),
             SlotCase::FillDrain(n, order) => fill_drain::<F>(d, n, order),
+            SlotCase::FillRefill(n) => fill_refill::<F>(d, n),
+            SlotCase::ReplaceSlots => replace_slots::<F>(d),
         }
     }
 }
@@ -146,6 +243,10 @@ enum MixedCase {
     /// A live set of `LIVE` blocks of 16 B to 1 KiB: `N` times, one block (a fixed
     /// pseudo-random choice) is freed and replaced by one of another size.
     Replace,
+    /// A `HashMap` of `MAP_VECS` byte vectors (`Vec<u8>`, `VEC_BYTES` long), map and vectors in
+    /// the allocator: `REPLACEMENTS` times, a random entry's vector is replaced by a new one of
+    /// a random length; then the map is dropped. Checks the vectors it replaces.
+    MapOfVecs,
 }
 
 impl MixedCase {
@@ -154,6 +255,7 @@ impl MixedCase {
             MixedCase::VecChurn => VECS as u64,
             MixedCase::MapChurn => MAPS as u64 * MAP_ENTRIES,
             MixedCase::Replace => N as u64,
+            MixedCase::MapOfVecs => REPLACEMENTS as u64,
         }
     }
 
@@ -179,11 +281,12 @@ impl MixedCase {
                 }
             }),
             MixedCase::Replace => {
-                let steps = replacements(N, LIVE);
-                let mut live: std::vec::Vec<(core::ptr::NonNull<u8>, Layout)> = steps[..LIVE]
-                    .iter()
-                    .map(|&(_, layout)| (a.allocate(layout).unwrap().cast(), layout))
-                    .collect();
+                let steps = unmetered(|| replacements(N, LIVE));
+                let mut live: std::vec::Vec<(core::ptr::NonNull<u8>, Layout)> =
+                    unmetered(|| std::vec::Vec::with_capacity(LIVE));
+                for &(_, layout) in &steps[..LIVE] {
+                    live.push((a.allocate(layout).unwrap().cast(), layout));
+                }
                 d.steady(|| {
                     for &(i, layout) in &steps {
                         let slot = &mut live[i];
@@ -194,13 +297,69 @@ impl MixedCase {
                     }
                     black_box(&mut live);
                 });
-                for (p, layout) in live {
+                for &(p, layout) in &live {
                     // SAFETY: every block left in the set is live, allocated by `a` with `layout`.
                     unsafe { a.deallocate(p, layout) };
                 }
+                unmetered(|| drop((steps, live)));
+            }
+            MixedCase::MapOfVecs => {
+                let expected = map_of_vecs_checksum();
+                d.steady(|| {
+                    let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
+                    let mut map = hashbrown::HashMap::with_hasher_in(MixHasher::default(), a);
+                    for key in 0..MAP_VECS as u64 {
+                        map.insert(key, byte_vec(&mut rng, key as u8, a));
+                    }
+                    let mut check = 0u64;
+                    for step in 0..REPLACEMENTS as u64 {
+                        let key = rng.below(MAP_VECS as u64);
+                        let new = byte_vec(&mut rng, step as u8, a);
+                        let old = map.insert(key, new).expect("every key is in the map");
+                        check = check.wrapping_mul(31).wrapping_add(vec_sum(&old));
+                    }
+                    let map = black_box(map);
+                    let total = (0..MAP_VECS as u64).map(|k| vec_sum(&map[&k])).sum::<u64>();
+                    assert_eq!((check, total), expected);
+                });
             }
         }
     }
+}
+
+/// A byte vector in `a` of a random length in `VEC_BYTES`, filled with `fill`.
+#[inline(always)]
+fn byte_vec<A: Allocator>(rng: &mut XorShift, fill: u8, a: A) -> Vec<u8, A> {
+    let span = (VEC_BYTES.end() - VEC_BYTES.start() + 1) as u64;
+    let len = VEC_BYTES.start() + rng.below(span) as usize;
+    let mut v = Vec::with_capacity_in(len, a);
+    v.resize(len, fill);
+    v
+}
+
+/// What the map-of-vectors case checks a vector by: its length and its first byte.
+fn vec_sum(v: &[u8]) -> u64 {
+    ((v.len() as u64) << 8) | u64::from(v[0])
+}
+
+/// The checksums of the map-of-vectors case (of the replaced vectors, in order, and of the
+/// vectors left), from a model of the map (the same random sequence; no allocation).
+fn map_of_vecs_checksum() -> (u64, u64) {
+    let span = (VEC_BYTES.end() - VEC_BYTES.start() + 1) as u64;
+    let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
+    let mut model = [0u64; MAP_VECS];
+    for (key, entry) in model.iter_mut().enumerate() {
+        let len = *VEC_BYTES.start() as u64 + rng.below(span);
+        *entry = (len << 8) | u64::from(key as u8);
+    }
+    let mut check = 0u64;
+    for step in 0..REPLACEMENTS as u64 {
+        let key = rng.below(MAP_VECS as u64) as usize;
+        let len = *VEC_BYTES.start() as u64 + rng.below(span);
+        check = check.wrapping_mul(31).wrapping_add(model[key]);
+        model[key] = (len << 8) | u64::from(step as u8);
+    }
+    (check, model.iter().sum())
 }
 
 /// `n` replacement steps over a live set of `live` blocks: which block, and the new layout
@@ -358,6 +517,24 @@ fn pools(r: &mut Runner<'_>) {
         r,
         &format!("SizeClassPool: replace one of {LIVE} live blocks (16 B to 1 KiB) x {N}"),
         MixedCase::Replace,
+    );
+    // The workloads of the pools issue (its first, alloc + free of 32 B, is the churn row above).
+    slot_row(
+        r,
+        &format!("Pool: fill {N} x 32 B, free in random order, refill, free in another"),
+        SlotCase::FillRefill(N),
+    );
+    slot_row(
+        r,
+        &format!("Pool: replace a random one of {LIVE_SLOTS} live x 64 B, x {REPLACEMENTS}"),
+        SlotCase::ReplaceSlots,
+    );
+    mixed_row(
+        r,
+        &format!(
+            "SizeClassPool: HashMap of {MAP_VECS} Vec<u8> (8 to 512 B), replace one x {REPLACEMENTS}"
+        ),
+        MixedCase::MapOfVecs,
     );
     thread_rows(r);
 }

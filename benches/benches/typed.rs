@@ -9,6 +9,7 @@
 use std::hint::black_box;
 
 use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{N, Payload, SystemAlloc, TypedAlloc};
 
 /// A 13-byte value with alignment 1.
@@ -162,17 +163,19 @@ impl Case {
                     Op::Str(len) => (0, 0, len),
                     _ => (0, 0, 0),
                 };
+                // The sources are the case's data, not the allocator's: not metered.
                 let (mut bytes, mut words, mut text) = (Vec::new(), Vec::new(), Vec::new());
-                let src = Sources {
+                let src = unmetered(|| Sources {
                     bytes: spread(&mut bytes, u8s, |i| i as u8),
                     words: spread(&mut words, u64s, |i| i as u64),
                     text: spread(&mut text, chars, |i| b'a' + (i % 26) as u8)
                         .map(|s| std::str::from_utf8(s).expect("ASCII")),
-                };
+                });
                 d.steady(|| {
                     op.calls(&a, &src);
                     a.reset();
                 });
+                unmetered(|| drop((bytes, words, text)));
             }
             Case::ClearAndReuse => d.steady(|| {
                 for _ in 0..FRAMES {

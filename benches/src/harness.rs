@@ -23,14 +23,41 @@
 //! repetitions), and each exit from the measured function writes one profile part, so part `k` of
 //! the output holds the instructions of the `k`-th printed case. `BENCH_COUNT=list` only prints
 //! the ids with the operations of one repetition. `benches/report.sh` does all of this.
+//!
+//! **Memory mode.** With `BENCH_MEMORY` set (in a build with the `meter` feature, whose global
+//! allocator counts every call: see [`crate::meter`]), a suite binary runs every case whose id
+//! starts with the variable's value through the same [`Driver`] code paths, untimed:
+//! [`Driver::steady`] runs [`WARM_CYCLES`] + [`MEASURED_CYCLES`] cycles, [`Driver::batched`] one
+//! setup and its routine, [`Driver::fresh`] one unit of work. Each case runs twice: once
+//! unrecorded (so that state a process makes once, on first use, is not charged to the first
+//! case), then recorded from its start (the allocator's construction) to its end (its teardown).
+//! It prints, after the case, one line:
+//!
+//! ```text
+//! <id>\t<peak>\t<requested>\t<calls>\t<held_at_end>\t<calls_after_settling>\t<allocs>\t<deallocs>\t<reallocs>
+//! ```
+//!
+//! - `peak`: the highest number of bytes held from the global allocator during the case, above
+//!   what was held when it started;
+//! - `requested`: the bytes requested from it during the case; `calls`: its calls (`alloc` and
+//!   `alloc_zeroed`, `dealloc`, `realloc`, each one call), split into the last three fields;
+//! - `held_at_end`: the bytes still held (above the start) where the case called [`mark_held`];
+//!   [`Driver::steady`] marks it after its last cycle; `-` where nothing marked it;
+//! - `calls_after_settling`: the calls made inside [`settled`]; [`Driver::steady`] counts its
+//!   measured cycles (those after the warm-up ones) so; `-` where nothing counted them.
+//!
+//! The harness allocates nothing while a case is recorded (the id is made before, the line
+//! printed after), and criterion does not run in this mode. `BENCH_MEMORY=list` prints the ids.
 
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicBool, AtomicI64};
 use std::hint::black_box;
 use std::io::Write as _;
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, Bencher, BenchmarkGroup, BenchmarkId, Criterion};
 
-use crate::fix_malloc_thresholds;
+use crate::{fix_malloc_thresholds, meter};
 
 /// Inputs prepared per timed batch in [`Driver::batched`] (one timer read per batch instead of
 /// one per input).
@@ -40,6 +67,42 @@ const BATCH: u64 = 64;
 const COUNT_OPS: u64 = 100_000;
 /// ... in at most this many repetitions (and at least one).
 const MAX_REPS: u64 = 100;
+
+/// Memory mode: unmeasured warm-up cycles of [`Driver::steady`] ...
+pub const WARM_CYCLES: u32 = 2;
+/// ... then measured cycles (whose calls are the case's calls after settling).
+pub const MEASURED_CYCLES: u32 = 3;
+
+/// Memory mode: the `held` count of the meter at the last [`mark_held`] of the recorded case
+/// (`NONE` if none), and the calls of its last [`settled`] (`NONE` if none).
+static HELD_MARK: AtomicI64 = AtomicI64::new(NONE);
+static SETTLED_CALLS: AtomicI64 = AtomicI64::new(NONE);
+const NONE: i64 = i64::MIN;
+/// Whether a case is being run in memory mode (the marks are no-ops otherwise).
+static METERING: AtomicBool = AtomicBool::new(false);
+
+/// Memory mode: records the bytes held now as the case's "held at end" (the last call of a case
+/// wins). Elsewhere it does nothing.
+#[inline(always)]
+pub fn mark_held() {
+    if meter::INSTALLED && METERING.load(Relaxed) {
+        HELD_MARK.store(meter::counts().held, Relaxed);
+    }
+}
+
+/// Runs `f`; in memory mode, the calls into the global allocator made inside it are the case's
+/// "calls after settling" (the last call of a case wins). Elsewhere it is `f()`.
+#[inline(always)]
+pub fn settled<R>(f: impl FnOnce() -> R) -> R {
+    if meter::INSTALLED && METERING.load(Relaxed) {
+        let before = meter::counts().calls();
+        let r = f();
+        SETTLED_CALLS.store((meter::counts().calls() - before) as i64, Relaxed);
+        r
+    } else {
+        f()
+    }
+}
 
 /// The measured region of the counting mode: the instruction counts are those of the code run
 /// inside this function. It is a plain, unmangled, never-inlined symbol so that valgrind can name
@@ -62,7 +125,7 @@ pub fn arena_pool_bench_measured_worker(f: &mut dyn FnMut()) {
     black_box(0u8);
 }
 
-/// How a case's work is run: timed by criterion, or counted.
+/// How a case's work is run: timed by criterion, counted, or metered.
 pub enum Driver<'a, 'b> {
     /// Under criterion.
     Timed(&'a mut Bencher<'b, WallTime>),
@@ -71,6 +134,8 @@ pub enum Driver<'a, 'b> {
         /// Measured repetitions.
         reps: u64,
     },
+    /// Memory mode: a fixed number of runs (see the module docs).
+    Metered,
 }
 
 impl Driver<'_, '_> {
@@ -89,6 +154,28 @@ impl Driver<'_, '_> {
                     }
                 });
             }
+            Driver::Metered => {
+                for _ in 0..WARM_CYCLES {
+                    cycle();
+                }
+                settled(|| {
+                    for _ in 0..MEASURED_CYCLES {
+                        cycle();
+                    }
+                });
+                mark_held();
+            }
+        }
+    }
+
+    /// Measures `unit`, a whole unit of work that makes and drops its own allocator (what a
+    /// case on a fresh allocator measures, construction and teardown included). Timed and
+    /// counted as [`steady`](Driver::steady) (it keeps no state between runs); in memory mode it
+    /// runs once, and the marks are the unit's own ([`mark_held`], [`settled`]).
+    pub fn fresh(&mut self, mut unit: impl FnMut()) {
+        match self {
+            Driver::Metered => unit(),
+            _ => self.steady(unit),
         }
     }
 
@@ -114,6 +201,11 @@ impl Driver<'_, '_> {
                 });
                 drop(black_box(inputs));
             }
+            Driver::Metered => {
+                let mut input = setup();
+                routine(&mut input);
+                drop(black_box(input));
+            }
         }
     }
 }
@@ -122,6 +214,7 @@ enum Mode<'c> {
     Timed(BenchmarkGroup<'c, WallTime>),
     Count(String),
     List,
+    Memory(String),
 }
 
 /// Where a suite registers its cases.
@@ -161,14 +254,76 @@ impl Runner<'_> {
                     f(&mut Driver::Counted { reps });
                 }
             }
+            Mode::Memory(filter) => {
+                if id.starts_with(filter.as_str()) {
+                    memory_case(&id, &mut f);
+                }
+            }
         }
     }
 }
 
+/// Runs one case in memory mode (see the module docs) and prints its line.
+fn memory_case(id: &str, f: &mut dyn FnMut(&mut Driver<'_, '_>)) {
+    // Unrecorded: whatever the process makes once, on first use, is made here.
+    f(&mut Driver::Metered);
+    HELD_MARK.store(NONE, Relaxed);
+    SETTLED_CALLS.store(NONE, Relaxed);
+    METERING.store(true, Relaxed);
+    meter::reset_peak();
+    let start = meter::counts();
+    f(&mut Driver::Metered);
+    let end = meter::counts();
+    let peak = meter::peak() - start.held;
+    METERING.store(false, Relaxed);
+    let mark = |v: i64, base: i64| {
+        if v == NONE {
+            "-".to_string()
+        } else {
+            (v - base).to_string()
+        }
+    };
+    println!(
+        "{id}\t{peak}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        end.requested - start.requested,
+        end.calls() - start.calls(),
+        mark(HELD_MARK.load(Relaxed), start.held),
+        mark(SETTLED_CALLS.load(Relaxed), 0),
+        end.allocs - start.allocs,
+        end.deallocs - start.deallocs,
+        end.reallocs - start.reallocs,
+    );
+    if end.held != start.held {
+        // Not an error of the meter: the case keeps memory past its end (a leak, or state a
+        // crate makes once and keeps); the next case's baseline includes it.
+        eprintln!(
+            "note: {id}: {} bytes still held after the case",
+            end.held - start.held
+        );
+    }
+}
+
 /// The `main` of a suite binary: fixes malloc's thresholds, then runs the suite under criterion,
-/// or in counting mode when `BENCH_COUNT` is set (see the module docs).
+/// in counting mode when `BENCH_COUNT` is set, or in memory mode when `BENCH_MEMORY` is set (see
+/// the module docs).
 pub fn run_suite(suite: &'static str, register: impl FnOnce(&mut Runner<'_>)) {
     fix_malloc_thresholds();
+    if let Ok(filter) = std::env::var("BENCH_MEMORY") {
+        if !meter::INSTALLED {
+            eprintln!(
+                "BENCH_MEMORY needs the meter: build with `--features meter` \
+                 (cargo bench -p arena-pool-benches --features meter --bench {suite})"
+            );
+            std::process::exit(2);
+        }
+        let mode = if filter == "list" {
+            Mode::List
+        } else {
+            Mode::Memory(filter)
+        };
+        register(&mut Runner { suite, mode });
+        return;
+    }
     match std::env::var("BENCH_COUNT") {
         Ok(filter) if filter == "list" => register(&mut Runner {
             suite,

@@ -1,14 +1,16 @@
 //! Shared code of the benchmark suites: one [`BenchAlloc`] trait over arena-pool and its peers,
 //! so that every case runs the same code for every crate; [`TypedAlloc`] for the crates' own
 //! typed APIs and [`SlotStore`] for the slot-level pools; the [`harness`] that runs a suite under
-//! criterion or once per case for the instruction counts; and the start-up set-up that keeps the
-//! runs fair ([`fix_malloc_thresholds`]).
+//! criterion, once per case for the instruction counts, or for the memory counts of the
+//! [`meter`] (the `meter` feature); and the start-up set-up that keeps the runs fair
+//! ([`fix_malloc_thresholds`]).
 //!
 //! Each adapter forwards to the `Allocator` trait the crate implements itself: allocator-api2 0.2
 //! for arena-pool, bumpalo and bump-scope, allocator-api2 0.4 for blink-alloc and stumpalo.
 //! Collections reach every allocator through the same allocator-api2 0.2 types via [`Api02`].
 
 pub mod harness;
+pub mod meter;
 mod slots;
 mod typed;
 
@@ -223,10 +225,19 @@ bump_peer!(
     allocator_api2_04::alloc::Allocator
 );
 
+/// What [`SystemAlloc`] calls: `System` itself in the timed and counted builds ...
+#[cfg(not(feature = "meter"))]
+const MALLOC: allocator_api2::alloc::System = allocator_api2::alloc::System;
+/// ... and in the memory meter's build the global allocator (the meter, over `System`), so that
+/// the meter sees the calls (`System` does not go through the global allocator).
+#[cfg(feature = "meter")]
+const MALLOC: allocator_api2::alloc::Global = allocator_api2::alloc::Global;
+
 /// The system allocator (`std::alloc::System`, glibc malloc here) as if it were an arena: it
 /// records every live block so that `reset` can free them. The bookkeeping (a `Vec` push per
 /// allocation, a search from the end per deallocate/grow/shrink, usually one step) is part of its
-/// numbers: read this column as a baseline, not as malloc's exact cost.
+/// time and instruction numbers: read this column as a baseline, not as malloc's exact cost. The
+/// memory meter does not count the list ([`meter::unmetered`]): its memory column is the blocks.
 #[derive(Default)]
 pub struct SystemAlloc {
     live: RefCell<Vec<(NonNull<u8>, Layout)>>,
@@ -242,7 +253,7 @@ impl SystemAlloc {
     }
 }
 
-// SAFETY: every method forwards to `System`'s `Allocator` impl with the caller's arguments; the
+// SAFETY: every method forwards to `MALLOC`'s `Allocator` impl with the caller's arguments; the
 // list only records the blocks, and `reset` frees each recorded block once, with its layout.
 unsafe impl BenchAlloc for SystemAlloc {
     const NAME: &'static str = "System";
@@ -252,14 +263,14 @@ unsafe impl BenchAlloc for SystemAlloc {
     fn reset(&mut self) {
         for (ptr, layout) in self.live.get_mut().drain(..) {
             // SAFETY: `ptr` is live (recorded at allocation, removed when freed or moved) and was
-            // allocated by `System` with `layout`.
-            unsafe { allocator_api2::alloc::System.deallocate(ptr, layout) }
+            // allocated by `MALLOC` with `layout`.
+            unsafe { MALLOC.deallocate(ptr, layout) }
         }
     }
     #[inline(always)]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let block = allocator_api2::alloc::System.allocate(layout)?;
-        self.live.borrow_mut().push((block.cast(), layout));
+        let block = MALLOC.allocate(layout)?;
+        meter::unmetered(|| self.live.borrow_mut().push((block.cast(), layout)));
         Ok(block)
     }
     #[inline(always)]
@@ -267,7 +278,7 @@ unsafe impl BenchAlloc for SystemAlloc {
         let i = self.find(ptr);
         self.live.borrow_mut().swap_remove(i);
         // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
-        unsafe { allocator_api2::alloc::System.deallocate(ptr, layout) }
+        unsafe { MALLOC.deallocate(ptr, layout) }
     }
     #[inline(always)]
     unsafe fn grow(
@@ -278,7 +289,7 @@ unsafe impl BenchAlloc for SystemAlloc {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let i = self.find(ptr);
         // SAFETY: forwarded from the caller's `Allocator::grow` contract.
-        let block = unsafe { allocator_api2::alloc::System.grow(ptr, old, new) }?;
+        let block = unsafe { MALLOC.grow(ptr, old, new) }?;
         self.live.borrow_mut()[i] = (block.cast(), new);
         Ok(block)
     }
@@ -291,7 +302,7 @@ unsafe impl BenchAlloc for SystemAlloc {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let i = self.find(ptr);
         // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
-        let block = unsafe { allocator_api2::alloc::System.shrink(ptr, old, new) }?;
+        let block = unsafe { MALLOC.shrink(ptr, old, new) }?;
         self.live.borrow_mut()[i] = (block.cast(), new);
         Ok(block)
     }
@@ -300,6 +311,9 @@ unsafe impl BenchAlloc for SystemAlloc {
 impl Drop for SystemAlloc {
     fn drop(&mut self) {
         self.reset();
+        // The list was grown unmetered (see `allocate`): it is freed so too.
+        let live = core::mem::take(self.live.get_mut());
+        meter::unmetered(|| drop(live));
     }
 }
 
@@ -345,6 +359,67 @@ unsafe impl<A: BenchAlloc> Allocator for Api02<'_, A> {
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
         unsafe { self.0.shrink(ptr, old, new) }
+    }
+}
+
+/// A fixed, seedless hasher for maps of integer keys (the same hashing work for every crate and
+/// every run): the key mixed by a multiply-xor-shift.
+#[derive(Clone, Copy, Default)]
+pub struct MixHasher(u64);
+
+impl core::hash::Hasher for MixHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        let x = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^ (x >> 29)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.0 ^= x;
+    }
+}
+
+impl core::hash::BuildHasher for MixHasher {
+    type Hasher = MixHasher;
+    #[inline]
+    fn build_hasher(&self) -> MixHasher {
+        MixHasher(0)
+    }
+}
+
+/// A xorshift64 sequence: fixed-seed pseudo-random numbers, the same for every crate and run.
+#[derive(Clone, Copy)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// The sequence from `seed` (not zero).
+    pub const fn new(seed: u64) -> XorShift {
+        assert!(seed != 0, "xorshift needs a non-zero seed");
+        XorShift(seed)
+    }
+
+    /// The next number.
+    #[inline(always)]
+    #[allow(clippy::should_implement_trait)] // an endless sequence, not an iterator
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// The next number below `n`.
+    #[inline(always)]
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
     }
 }
 

@@ -43,6 +43,11 @@ pub trait SlotStore<T>: Sized {
     fn insert(&self, value: T) -> Self::Handle<'_>;
     /// Removes (and drops) the value of `handle`, freeing its slot.
     fn remove<'s>(&'s self, handle: Self::Handle<'s>);
+    /// Removes the value of `handle`, freeing its slot, and returns it (for the cases that check
+    /// what they get back).
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T
+    where
+        T: Copy;
 }
 
 /// arena-pool: `Box<T, &Pool>` on a `Pool` for `T`, which grows as needed.
@@ -65,6 +70,10 @@ impl<T> SlotStore<T> for arena_pool::Pool {
     #[inline(always)]
     fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
         drop(handle);
+    }
+    #[inline(always)]
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
+        allocator_api2::boxed::Box::into_inner(handle)
     }
 }
 
@@ -90,6 +99,10 @@ impl<T> SlotStore<T> for arena_pool::SyncPool {
     fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
         drop(handle);
     }
+    #[inline(always)]
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
+        allocator_api2::boxed::Box::into_inner(handle)
+    }
 }
 
 /// The system allocator: `std::boxed::Box<T>` (glibc malloc here).
@@ -112,6 +125,10 @@ impl<T> SlotStore<T> for SystemBox {
     #[inline(always)]
     fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
         drop(handle);
+    }
+    #[inline(always)]
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
+        *handle
     }
 }
 
@@ -146,6 +163,11 @@ impl<T> SlotStore<T> for SlabStore<T> {
         // SAFETY: as in `insert`.
         drop(unsafe { (*self.0.get()).remove(key) });
     }
+    #[inline(always)]
+    fn take(&self, key: usize) -> T {
+        // SAFETY: as in `insert`.
+        unsafe { (*self.0.get()).remove(key) }
+    }
 }
 
 /// fastalloc: `FixedPool` (its fastest pool), sized for the case's largest live set, with its
@@ -173,6 +195,14 @@ impl<T: fastalloc::Poolable> SlotStore<T> for fastalloc::FixedPool<T> {
     fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
         drop(handle);
     }
+    #[inline(always)]
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T
+    where
+        T: Copy,
+    {
+        // The slot is freed when the handle drops, after the copy.
+        *handle
+    }
 }
 
 /// shared_arena: its single-threaded `Pool`, with its `PoolBox`.
@@ -198,5 +228,13 @@ impl<T> SlotStore<T> for shared_arena::Pool<T> {
     #[inline(always)]
     fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
         drop(handle);
+    }
+    #[inline(always)]
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T
+    where
+        T: Copy,
+    {
+        // The slot is freed when the handle drops, after the copy.
+        *handle
     }
 }
