@@ -244,7 +244,7 @@ impl RawArena {
         if self.backing_call.in_progress() {
             return Err(Failure::Reentered);
         }
-        if layout.size() >= LARGE_THRESHOLD {
+        if layout.size() >= LARGE_THRESHOLD && !self.plan_holds(layout) {
             return self.alloc_large(layout, slack, src);
         }
         // A small dispatcher, so that the first allocation of an arena does not pay for the
@@ -380,10 +380,11 @@ impl RawArena {
         let (mut size, mut nominal) =
             chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
                 .ok_or(Failure::CapacityOverflow)?;
-        // A chunk a reset planned, to hold a whole cycle (see `retention`).
+        // A chunk a reset planned, to hold a whole cycle (see `retention`), when it holds this
+        // request: sized by what the cycles needed rather than by growth.
         if self.plan.get() != 0 {
             if let Some((planned, planned_nominal)) = chunk_size_for_capacity(self.plan.get()) {
-                if planned > size {
+                if min_chunk_size(layout).is_some_and(|own| own <= planned) {
                     (size, nominal) = (planned, planned_nominal);
                 }
             }
@@ -456,7 +457,7 @@ impl RawArena {
     /// Makes `c` the current chunk and bumps `layout` from its start.
     fn enter_chunk(&self, c: Chunk, layout: Layout) -> Result<NonNull<u8>, Failure> {
         // The cycle needs at least what it has in use and this request (see `retention`).
-        self.note_peak(self.bump_used().saturating_add(layout.size()));
+        self.note_peak(self.in_use().saturating_add(layout.size()));
         self.leave_current();
         self.set_current(c);
         // `c` was chosen or sized so that `layout` fits from its start: this never fails, and the
@@ -559,6 +560,11 @@ impl RawArena {
         // A freed block is never touched again (a rolled-back one is handed out anew by a later
         // bump, which unpoisons it).
         if let Some(start) = self.last_start(p, layout.size()) {
+            if layout.size() >= LARGE_THRESHOLD {
+                // A roll-back that big is what retention must see (the size test folds away for
+                // a layout known at compile time).
+                self.note_peak(self.in_use());
+            }
             poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size()));
             self.ptr.set(start);
         } else if layout.size() >= LARGE_THRESHOLD {
@@ -803,6 +809,14 @@ impl RawArena {
         }
     }
 
+    /// Whether a reset planned a chunk that holds `layout`: a loop whose cycles needed more than
+    /// the chunk kept (large blocks included) then settles in the planned chunk, where even its
+    /// large requests are bump blocks, rather than taking and freeing large blocks every cycle.
+    fn plan_holds(&self, layout: Layout) -> bool {
+        let plan = self.plan.get();
+        plan != 0 && min_chunk_size(layout).is_some_and(|own| own - HEADER_SIZE <= plan)
+    }
+
     /// Takes a large block for `layout`, a request of at least the threshold that does not fit
     /// the current chunk; `slack` (a last block moving out of its chunk as it grows) asks for
     /// room to double, as a new chunk would give it, so that its next grow needs no backing call
@@ -840,6 +854,7 @@ impl RawArena {
         // SAFETY: a fresh block of `block`'s layout, ours alone.
         let b = unsafe { Large::init(p.cast(), block) };
         self.large.push(b);
+        self.note_peak(self.in_use());
         Ok(b.data())
     }
 
@@ -888,6 +903,7 @@ impl RawArena {
     ) {
         match self.large.find(p, layout.align()) {
             Some(b) => {
+                self.note_peak(self.in_use());
                 self.large.unlink(b);
                 // SAFETY: the caller's block, not used again.
                 unsafe { self.release_large(b, src) };
@@ -989,6 +1005,7 @@ impl RawArena {
             // pointer.
             unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
         }
+        self.note_peak(self.in_use());
         Ok(q)
     }
 
@@ -1038,7 +1055,7 @@ impl RawArena {
     /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), no
     /// block allocated after it is used again, and `src` is the arena's source.
     pub(crate) unsafe fn restore<S: ChunkSource + ?Sized>(&self, cp: RawCheckpoint, src: &S) {
-        self.note_peak(self.bump_used());
+        self.note_peak(self.in_use());
         // SAFETY: the large blocks (re)allocated since `cp` are not used again (the caller).
         unsafe { self.release_large_since(cp.large, src) };
         // Everything after `cp` is free again: the rest of its chunk and every later chunk.
@@ -1067,12 +1084,12 @@ impl RawArena {
     /// # Safety
     /// No block of this arena is used again, and `src` is the arena's source.
     pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
+        let now = self.in_use().max(self.cycle_peak.replace(0));
         // SAFETY: forwarded from the caller.
         unsafe { self.release_large_since(0, src) };
         let Some(head) = self.head.get() else {
             return;
         };
-        let now = self.bump_used().max(self.cycle_peak.replace(0));
         let mut recent = self.recent.get();
         let need = recent.record(now);
         self.recent.set(recent);
@@ -1107,7 +1124,12 @@ impl RawArena {
         self.poison_ring(keep);
     }
 
-    /// Records that the cycle has `used` bump bytes in use (at a slow point).
+    /// Bytes the cycle has in use: bump bytes and large blocks' (see `retention`).
+    fn in_use(&self) -> usize {
+        self.bump_used() + self.large.data_bytes()
+    }
+
+    /// Records that the cycle has `used` bytes in use (at a slow point).
     #[inline]
     fn note_peak(&self, used: usize) {
         if used > self.cycle_peak.get() {

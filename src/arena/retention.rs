@@ -1,21 +1,25 @@
 //! What `reset` keeps: enough chunk capacity for what recent cycles needed, in one chunk, and no
 //! more.
 //!
-//! A cycle is what happens between two resets. Its *need* is the most bump bytes it had in use:
-//! what `used_bytes` counts at the reset, or more when the arena saw more at one of its slow
-//! points (moving to another chunk, a scope's exit). Large blocks do not count: they never live
-//! in chunks. The rule, applied at every reset to the largest chunk held (every other chunk goes
-//! back to the backing allocator):
+//! A cycle is what happens between two resets. Its *need* is the most bytes it had in use, bump
+//! bytes and large blocks' together: what `used_bytes` counts at the reset, or more when the
+//! arena saw more at one of its slow points (moving to another chunk, a large block taken,
+//! resized or freed, a roll-back of a block of at least the large-block threshold, a scope's
+//! exit). Large blocks count because a chunk that holds them serves them as bump blocks in the
+//! next cycles: a loop that builds a big `Vec` every cycle then settles with no backing call.
+//! The rule, applied at every reset to the largest chunk held (every other chunk goes back to
+//! the backing allocator):
 //!
 //! - it is **kept** unless it is oversized: more than 1.5x the largest need of the last
 //!   [`WINDOW`] cycles, and more than that need plus twice the large-block threshold (the slack
-//!   covers blocks freed by a roll-back before the reset, which no slow point sees: only blocks
-//!   below the threshold live in chunks), and more than a `with_capacity` reservation;
+//!   covers blocks below the threshold freed by a roll-back before the reset, which no slow point
+//!   sees), and more than a `with_capacity` reservation;
 //! - an **oversized** chunk is replaced at once by one of that need and a sixteenth, rounded up
 //!   to whole pages (the reset makes the call, so the cycles after it make none), unless the
 //!   backing allocator or the limit refuses it, and then it stays;
 //! - when the cycle needed more than the kept chunk holds, the next chunk the arena takes is
-//!   **planned** the same way, so that the cycle after next fits in one chunk.
+//!   **planned** the same way (even for a request that would otherwise be a large block), so
+//!   that the cycle after next fits in one chunk.
 //!
 //! So a steady loop settles in one chunk within three cycles and makes no backing call after
 //! that, holding at most 1.5x a cycle's bytes plus a chunk header (or the slack above, for cycles
