@@ -360,6 +360,26 @@ fn large_blocks_count_in_the_statistics_and_the_limit() {
 // ----- SyncArena -----
 
 #[test]
+fn sync_arena_loop_that_builds_a_large_vec_each_cycle_settles() {
+    let n = scaled(10_000, 2_000) as u64;
+    let meter = Meter::default();
+    let mut arena = SyncArena::new_in(&meter);
+    let mut calls = std::vec::Vec::new();
+    for _ in 0..8 {
+        let mut v = Vec::new_in(&arena);
+        for i in 0..n {
+            v.push(i);
+        }
+        assert!(v.iter().copied().eq(0..n));
+        drop(v);
+        arena.reset();
+        calls.push(meter.calls());
+    }
+    assert_eq!(calls[2], calls[7], "calls after each cycle: {calls:?}");
+    assert_eq!(arena.stats().chunks, 1);
+}
+
+#[test]
 fn sync_arena_large_blocks_follow_the_data_too() {
     let n = scaled(100_000, 20_000);
     let meter = Meter::default();

@@ -244,13 +244,12 @@ impl RawArena {
         if self.backing_call.in_progress() {
             return Err(Failure::Reentered);
         }
-        if layout.size() >= LARGE_THRESHOLD && !self.plan_holds(layout) {
-            return self.alloc_large(layout, slack, src);
-        }
         // A small dispatcher, so that the first allocation of an arena does not pay for the
-        // general path's stack frame.
+        // general path's stack frame (a layout the first chunk holds is never large).
         if self.chunk.get().is_none() && self.first_chunk_holds(layout) {
             self.alloc_first(layout, src)
+        } else if layout.size() >= LARGE_THRESHOLD && !self.plan_holds(layout) {
+            self.alloc_large(layout, slack, src)
         } else {
             self.refill(layout, slack, src)
         }
@@ -822,6 +821,7 @@ impl RawArena {
     /// room to double, as a new chunk would give it, so that its next grow needs no backing call
     /// (later grows go through the backing allocator's `grow` with no slack). Changes nothing
     /// when it fails (or the backing allocator unwinds).
+    #[inline(never)]
     fn alloc_large<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,

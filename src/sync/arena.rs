@@ -157,6 +157,11 @@ struct Chunks {
     plan: usize,
     /// Usable bytes reserved by `with_capacity`: a reset never keeps less.
     reserved: usize,
+    /// The most data bytes of large blocks held at once since the last reset.
+    large_peak: usize,
+    /// The most bytes the chunks were seen to hold at a roll-back of at least the large-block
+    /// threshold since the last reset (what the chunks held before it, which a reset cannot see).
+    chunk_peak: usize,
 }
 
 impl Chunks {
@@ -276,6 +281,8 @@ impl<A: Allocator> SyncArena<A> {
                 recent: Recent::new(),
                 plan: 0,
                 reserved: 0,
+                large_peak: 0,
+                chunk_peak: 0,
             }),
             alloc,
         }
@@ -352,14 +359,19 @@ impl<A: Allocator> SyncArena<A> {
         // Move every used chunk onto the spare list, counting what the cycle used, then rewind
         // every spare's cursor and find the largest. `&mut self`: no other thread is inside the
         // arena, no block is used again.
-        let mut now = 0;
+        // What the cycle used: the most its chunks held (now, or before a big roll-back), and
+        // the most its large blocks held at once.
+        let mut in_chunks = 0;
         let mut used = chunks.used.take();
         while let Some(c) = used {
-            now += c.used();
+            in_chunks += c.used();
             used = c.next();
             c.set_next(chunks.spares);
             chunks.spares = Some(c);
         }
+        let now = in_chunks
+            .max(core::mem::take(&mut chunks.chunk_peak))
+            .saturating_add(core::mem::take(&mut chunks.large_peak));
         let need = chunks.recent.record(now);
         let mut largest: Option<Chunk> = None;
         let mut spare = chunks.spares;
@@ -496,10 +508,15 @@ impl<A: Allocator> SyncArena<A> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
         }
-        if layout.size() >= LARGE_THRESHOLD {
+        let mut chunks = self.chunks.lock();
+        // A large request is a large block unless a reset planned a chunk that holds it (a loop
+        // that needs it every cycle then settles in that chunk, with no backing call).
+        if layout.size() >= LARGE_THRESHOLD
+            && !min_chunk_size(layout).is_some_and(|own| own - HEADER_SIZE <= chunks.plan)
+        {
+            drop(chunks);
             return self.place_large(layout);
         }
-        let mut chunks = self.chunks.lock();
         if let Some(p) = self.bump_current(layout) {
             return Ok(p);
         }
@@ -771,12 +788,28 @@ impl<A: Allocator> SyncArena<A> {
         // SAFETY: `p + size` is the end of the caller's block (`p` itself for an empty one, which
         // `give_back` ignores).
         let end = unsafe { p.add(layout.size()) };
-        if !self.give_back(p, end) {
-            if let Some(b) = self.unlink_large(p, layout) {
-                // SAFETY: the caller's large block, not used again.
-                unsafe { self.free_large(b) };
+        if self.give_back(p, end) {
+            if layout.size() >= LARGE_THRESHOLD {
+                self.note_rollback(layout.size());
             }
+        } else if let Some(b) = self.unlink_large(p, layout) {
+            // SAFETY: the caller's large block, not used again.
+            unsafe { self.free_large(b) };
         }
+    }
+
+    /// Records what the chunks held before a roll-back of `size` bytes (see `chunk_peak`).
+    #[cold]
+    #[inline(never)]
+    fn note_rollback(&self, size: usize) {
+        let mut chunks = self.chunks.lock();
+        let mut held = size;
+        let mut c = chunks.used;
+        while let Some(x) = c {
+            held += x.used();
+            c = x.next();
+        }
+        chunks.chunk_peak = chunks.chunk_peak.max(held);
     }
 
     /// `Allocator::grow` / `grow_zeroed`: in place when the block is last and the chunk has room.

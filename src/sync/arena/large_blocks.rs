@@ -53,6 +53,7 @@ impl<A: Allocator> SyncArena<A> {
         chunks.large_bytes += block.size();
         chunks.large_data += data_size(block);
         chunks.large_count += 1;
+        chunks.large_peak = chunks.large_peak.max(chunks.large_data);
         Ok(p)
     }
 
@@ -93,6 +94,7 @@ impl<A: Allocator> SyncArena<A> {
         let mut chunks = self.chunks.lock();
         chunks.large_bytes = chunks.large_bytes - old.size() + new.size();
         chunks.large_data = chunks.large_data - data_size(old) + data_size(new);
+        chunks.large_peak = chunks.large_peak.max(chunks.large_data);
         Ok(q)
     }
 
@@ -109,10 +111,17 @@ impl<A: Allocator> SyncArena<A> {
     /// The shared path's large block whose data is the caller's block `p` of `layout`, taken out
     /// of the list (the caller frees it or links it back); only a block of at least the
     /// threshold can be one.
+    #[inline(always)]
     pub(super) fn unlink_large(&self, p: NonNull<u8>, layout: Layout) -> Option<Large> {
         if layout.size() < LARGE_THRESHOLD {
             return None;
         }
+        self.unlink_large_slow(p, layout)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unlink_large_slow(&self, p: NonNull<u8>, layout: Layout) -> Option<Large> {
         let chunks = self.chunks.lock();
         let b = chunks.large.find(p, layout.align())?;
         chunks.large.unlink(b);
