@@ -512,7 +512,7 @@ impl<A: Allocator> SyncArena<A> {
         // A large request is a large block unless a reset planned a chunk that holds it (a loop
         // that needs it every cycle then settles in that chunk, with no backing call).
         if layout.size() >= LARGE_THRESHOLD
-            && !min_chunk_size(layout).is_some_and(|own| own - HEADER_SIZE <= chunks.plan)
+            && min_chunk_size(layout).is_none_or(|own| own - HEADER_SIZE > chunks.plan)
         {
             drop(chunks);
             return self.place_large(layout);
