@@ -5,7 +5,9 @@
 //! `&Arena` at the top level, on `&ArenaRef` inside scopes), reset, trim, an allocation limit,
 //! backing-allocator failures, child scopes (`scope_guard` and `with_scope`, nested), and raw
 //! checkpoints (`checkpoint` + `reset_to`). Sizes up to 64 KiB, alignments up to 4096, and now
-//! and then a size near `isize::MAX`, 2^32 or 2^40, which must fail.
+//! and then a size near `isize::MAX`, 2^32 or 2^40, which must fail. The backing allocator can
+//! panic in its next call, or call back into the arena there: free a block and allocate one in
+//! the scope the next operation uses.
 //!
 //! Checked after every operation: each new block is aligned, as long as requested and overlaps
 //! no live block; every block keeps its bytes across grow and shrink (checked before each
@@ -13,18 +15,23 @@
 //! bytes; a scope exit and `reset_to` bring `used_bytes` back exactly and free exactly the
 //! blocks allocated since; the bytes held from the backing allocator match the arena's
 //! statistics and stay within the limit; a failure changes no statistic and no block, and
-//! happens only with a limit, an injected backing failure or a huge size; dropping the arena
-//! gives every chunk back.
+//! happens only with a limit, an injected backing failure or a huge size; an operation unwound
+//! by the backing allocator's panic changes no statistic and no block, and the same operation
+//! then runs normally; a nested request is served when it fits the current chunk, refused when
+//! it does not (it would need a chunk while the arena takes one), and a nested block is checked
+//! like any other (alignment, length, no overlap with any block live meanwhile, contents);
+//! dropping the arena gives every chunk back.
 
 #![no_main]
 
 use std::slice::Iter;
 
 use arbitrary::Arbitrary;
-use arena_pool::allocator_api2::alloc::Allocator;
 use arena_pool::{Arena, ArenaRef, Checkpoint};
+use arena_pool_fuzz::nested::{self, Plan, Reentrant, Settled};
 use arena_pool_fuzz::{
-    Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+    Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op, ignore_injected_panics,
+    layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -69,6 +76,17 @@ enum Op {
     Limit(Option<u16>),
     /// The next `n % 4` backing allocations fail.
     FailNext(u8),
+    /// The next backing allocation panics (with `InjectedPanic`).
+    PanicNext,
+    /// The next backing allocation, if the next operation makes one, first frees block `free`
+    /// (if given; chosen when that operation starts) and then allocates `size` / `align` in the
+    /// scope that operation uses.
+    ReenterNext {
+        size: Size,
+        align: u8,
+        zeroed: bool,
+        free: Option<u16>,
+    },
     /// Enters a child scope through `scope_guard`; it lasts until `Exit` or the end.
     EnterGuard,
     /// Enters a child scope through `with_scope`; it lasts until `Exit` or the end.
@@ -77,6 +95,22 @@ enum Op {
     Checkpoint,
     /// `reset_to` one of the current scope's checkpoints.
     ResetTo(u8),
+}
+
+impl Op {
+    /// Whether it is handled by [`State::step`] (the others disarm the backing allocator first).
+    fn is_step(&self) -> bool {
+        matches!(
+            self,
+            Op::Alloc { .. }
+                | Op::Grow { .. }
+                | Op::Shrink { .. }
+                | Op::Dealloc { .. }
+                | Op::FailNext(_)
+                | Op::PanicNext
+                | Op::ReenterNext { .. }
+        )
+    }
 }
 
 /// A scope level of the model.
@@ -97,9 +131,39 @@ struct State<'b> {
     /// What `allocated_bytes_including_metadata` may not exceed while a limit is set: the limit,
     /// or what was held when it was set, if more.
     bound: Option<usize>,
+    /// What `ReenterNext` asked for, until the next operation (which arms it).
+    reenter: Option<(Size, u8, bool, Option<u16>)>,
 }
 
 impl State<'_> {
+    /// Disarms the backing allocator before an operation that is not an allocator operation,
+    /// or at the end of a scope: the block an armed action was to free goes back to the model.
+    fn disarm(&mut self) {
+        self.backing.disarm();
+        self.reenter = None;
+    }
+
+    /// The arena's rules for a nested request (made while the arena takes a chunk): served when
+    /// the current chunk holds it, refused when it needs a chunk.
+    fn check_nested(n: &Settled) {
+        let (size, align) = (n.layout.size(), n.layout.align());
+        if n.served() {
+            assert!(
+                size <= n.room,
+                "a nested {:?} was served with {} bytes left in the chunk: it needed a chunk while the arena took one",
+                n.layout,
+                n.room
+            );
+        } else {
+            assert!(
+                size != 0 && size + align - 1 > n.room,
+                "a nested {:?} was refused with {} bytes left in the chunk",
+                n.layout,
+                n.room
+            );
+        }
+    }
+
     fn enter(&mut self, used: usize) {
         self.frames.push(Frame {
             start_seq: self.model.next_seq(),
@@ -166,12 +230,92 @@ impl State<'_> {
         }
     }
 
-    /// An allocator operation through `a`, whose arena `view` shows.
-    fn step<A: Allocator + ?Sized>(&mut self, a: &A, view: &ArenaRef<'_>, op: &Op) {
+    /// An allocator operation through `a`, whose arena `view` shows: armed with an injected
+    /// panic or a nested action if the operations before it said so.
+    fn step<A: Reentrant>(&mut self, a: &A, view: &ArenaRef<'_>, op: &Op) {
+        match *op {
+            Op::FailNext(n) => {
+                self.backing.fail_next(u32::from(n % 4));
+                return;
+            }
+            Op::PanicNext => {
+                self.backing.panic_next();
+                return;
+            }
+            Op::ReenterNext {
+                size,
+                align,
+                zeroed,
+                free,
+            } => {
+                self.reenter = Some((size, align, zeroed, free));
+                return;
+            }
+            _ => {}
+        }
+        let armed = self.reenter.take().map(|(size, align, zeroed, free)| {
+            let free = free
+                .and_then(|k| self.model.pick(k))
+                .map(|i| self.model.remove(i))
+                .map(|b| (b, b.size));
+            let plan = Plan {
+                layout: layout(size.bytes(MAX_SIZE), align_from(align)),
+                zeroed,
+                free,
+                spans: self.model.spans(),
+            };
+            // SAFETY: `a` is backed by `self.backing` and lives until this operation is over;
+            // the action runs only inside it (it is disarmed right after). The block to free is
+            // one of the model's, live in this arena (a scope may free its parents' blocks), and
+            // has left the model.
+            unsafe { nested::arm(self.backing, a, plan) }
+        });
         let before = view.stats();
         let may_fail = self.limit.is_some() || self.backing.failing();
+        let backing = self.backing;
+        let done = run_catching(backing, || self.apply(a, op));
+        backing.disarm();
+        let nested = armed.and_then(|armed| armed.settle(backing, &mut self.model));
+        let Some(done) = done else {
+            // Unwound by the injected panic, which comes before the nested action.
+            assert!(
+                nested.is_none(),
+                "the nested action ran in a call that panicked"
+            );
+            assert_eq!(
+                view.stats(),
+                before,
+                "{op:?}, unwound by the backing allocator, changed the arena"
+            );
+            self.model.verify_all();
+            self.check_stats(view);
+            // Still usable: the same operation, with nothing armed.
+            self.step(a, view, op);
+            return;
+        };
+        if let Some(n) = &nested {
+            Self::check_nested(n);
+            n.insert(&mut self.model, 0);
+        }
+        let Some((ok, huge)) = done else {
+            self.check_stats(view);
+            return;
+        };
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?}");
+            if nested.is_none() {
+                assert_eq!(view.stats(), before, "a failed {op:?} changed the arena");
+            }
+            self.model.verify_all();
+        }
+        self.check_stats(view);
+    }
+
+    /// The operation itself: whether it succeeded and whether its size was huge, or `None`
+    /// when there was no block to operate on.
+    fn apply<A: Reentrant>(&mut self, a: &A, op: &Op) -> Option<(bool, bool)> {
         let m = &mut self.model;
-        let (ok, huge) = match *op {
+        Some(match *op {
             Op::Alloc {
                 size,
                 align,
@@ -186,7 +330,7 @@ impl State<'_> {
                 align,
                 zeroed,
             } => {
-                let Some(i) = m.pick(pick) else { return };
+                let i = m.pick(pick)?;
                 let b = m.blocks()[i];
                 let new = if by.is_huge() {
                     by.bytes(MAX_SIZE).max(b.size)
@@ -200,35 +344,28 @@ impl State<'_> {
                 )
             }
             Op::Shrink { pick, keep, align } => {
-                let Some(i) = m.pick(pick) else { return };
+                let i = m.pick(pick)?;
                 let b = m.blocks()[i];
                 let new = layout(keep as usize % (b.size + 1), align_from(align));
                 (shrink_op(a, m, i, b.size, new, 0).is_some(), false)
             }
             Op::Dealloc { pick } => {
-                let Some(i) = m.pick(pick) else { return };
+                let i = m.pick(pick)?;
                 let size = m.blocks()[i].size;
                 dealloc_op(a, m, i, size);
                 (true, false)
             }
-            Op::FailNext(n) => {
-                self.backing.fail_next(u32::from(n % 4));
-                return;
-            }
             _ => unreachable!("not an allocator operation: {op:?}"),
-        };
-        if !ok {
-            assert!(may_fail || huge, "spurious failure of {op:?}");
-            assert_eq!(view.stats(), before, "a failed {op:?} changed the arena");
-            self.model.verify_all();
-        }
-        self.check_stats(view);
+        })
     }
 }
 
 /// Runs operations in a child scope until `Exit` or the end of the input.
 fn run_scope(scope: &mut ArenaRef<'_>, ops: &mut Iter<'_, Op>, st: &mut State<'_>) {
     while let Some(op) = ops.next() {
+        if !op.is_step() {
+            st.disarm();
+        }
         match op {
             Op::Exit => return,
             Op::EnterGuard if st.frames.len() < MAX_DEPTH => {
@@ -255,20 +392,21 @@ fn run_scope(scope: &mut ArenaRef<'_>, ops: &mut Iter<'_, Op>, st: &mut State<'_
                     st.after_reset_to(scope, seq, used);
                 }
             }
-            Op::Alloc { .. }
-            | Op::Grow { .. }
-            | Op::Shrink { .. }
-            | Op::Dealloc { .. }
-            | Op::FailNext(_) => st.step(&*scope, scope, op),
+            // Through `&ArenaRef`, which is sized (the nested action needs a thin pointer).
+            op if op.is_step() => st.step(&&*scope, scope, op),
             // Reset, trim and the limit need the owner; too deep a scope is not entered.
             _ => {}
         }
     }
+    st.disarm();
 }
 
 /// Runs the operations at the top level (the arena's owner).
 fn run_top(arena: &mut Arena<&Backing>, ops: &mut Iter<'_, Op>, st: &mut State<'_>) {
     while let Some(op) = ops.next() {
+        if !op.is_step() {
+            st.disarm();
+        }
         match op {
             Op::Reset => {
                 let before = arena.stats();
@@ -324,9 +462,11 @@ fn run_top(arena: &mut Arena<&Backing>, ops: &mut Iter<'_, Op>, st: &mut State<'
             _ => st.step(&*arena, arena.as_arena_ref(), op),
         }
     }
+    st.disarm();
 }
 
 fuzz_target!(|input: Input| {
+    ignore_injected_panics();
     let backing = Backing::new();
     let mut arena = match input.capacity {
         Some(c) => Arena::try_with_capacity_in(c as usize, &backing)
@@ -339,6 +479,7 @@ fuzz_target!(|input: Input| {
         frames: Vec::new(),
         limit: None,
         bound: None,
+        reenter: None,
     };
     st.enter(0);
     st.check_stats(arena.as_arena_ref());

@@ -5,22 +5,28 @@
 //! `new_in` or `with_capacity_in`. Operations: allocate / allocate_zeroed / grow / grow_zeroed /
 //! shrink / deallocate with layouts that fit the slot and layouts that do not (those go to the
 //! backing allocator), blocks described with any size between their requested size and their
-//! length, reset, trim, backing-allocator failures, and sizes no allocator can serve.
+//! length, reset, trim, backing-allocator failures, and sizes no allocator can serve. The backing
+//! allocator can panic in its next call, or call back into the pool there: free a block and
+//! allocate one.
 //!
 //! Checked after every operation, besides what the block model checks (alignment, length, no
 //! overlap, contents, zeroing): the slot size; a pooled block is one slot long; `in_use` and
 //! `fallback_blocks` match the model; the freed slot is the next one handed out; the backing
 //! allocator holds exactly the slabs, the fallback blocks and at most one address-map table; a
 //! failure changes nothing and happens only after an injected backing failure or for a huge
-//! size; `trim` with no slot in use gives every slab back; dropping the pool gives everything
-//! back.
+//! size; `trim` with no slot in use gives every slab back; an operation unwound by the backing
+//! allocator's panic changes no statistic and no block, and the same operation then runs
+//! normally; a nested request is served when a slot is free or when it goes to the backing
+//! allocator (unless a failure was injected), and a nested block is checked like any other
+//! (alignment, length, no overlap with any block live meanwhile, contents); dropping the pool
+//! gives everything back.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
 use arena_pool::Pool;
 use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
-use arena_pool_fuzz::{Backing, align_from, layout};
+use arena_pool_fuzz::{Backing, align_from, ignore_injected_panics, layout};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -33,6 +39,7 @@ struct Input {
 }
 
 fuzz_target!(|input: Input| {
+    ignore_injected_panics();
     let slot_layout = layout(
         input.slot_size as usize % 4097,
         align_from(input.slot_align),

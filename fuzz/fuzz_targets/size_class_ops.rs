@@ -5,7 +5,8 @@
 //! empty pages kept). Operations: allocate / allocate_zeroed / grow / grow_zeroed / shrink /
 //! deallocate with sizes 0 ..= 16 KiB (so both pooled and large blocks) and alignments up to
 //! 4096, blocks described with any size between their requested size and their length, trim,
-//! backing-allocator failures, and sizes no allocator can serve.
+//! backing-allocator failures, and sizes no allocator can serve. The backing allocator can panic
+//! in its next call, or call back into the pool there: free a block and allocate one.
 //!
 //! Checked after every operation, besides what the block model checks (alignment, length, no
 //! overlap, contents, zeroing): a pooled block is exactly its class long (16-byte steps up to
@@ -13,16 +14,21 @@
 //! every class and the fallback count match the model; the cache of empty pages stays within its
 //! limit and `trim` empties it; the bytes held are whole pages; the backing allocator holds
 //! exactly the pages, the fallback blocks and at most one address-map table; a failure changes
-//! nothing and happens only after an injected backing failure or for a huge size; dropping the
-//! pool gives everything back.
+//! nothing and happens only after an injected backing failure or for a huge size; an operation
+//! unwound by the backing allocator's panic changes no statistic and no block, and the same
+//! operation then runs normally; a nested request for a large block is served unless a failure
+//! was injected, and a nested block is checked like any other (alignment, length, class, no
+//! overlap with any block live meanwhile, contents); dropping the pool gives everything back.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
 use arena_pool::allocator_api2::alloc::Layout;
 use arena_pool::{SizeClassOptions, SizeClassPool};
+use arena_pool_fuzz::nested::{self, Plan, Settled};
 use arena_pool_fuzz::{
-    Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+    BACKING_CAP, Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op,
+    ignore_injected_panics, layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -76,7 +82,21 @@ enum Op {
     Trim,
     /// The next `n % 4` backing allocations fail.
     FailNext(u8),
+    /// The next backing allocation panics (with `InjectedPanic`).
+    PanicNext,
+    /// The next backing allocation, if the next operation makes one, first frees block `free`
+    /// (pick, fit; chosen when that operation starts), then allocates `size` / `align` from the
+    /// pool.
+    ReenterNext {
+        size: Size,
+        align: u8,
+        zeroed: bool,
+        free: Option<(u16, u8)>,
+    },
 }
+
+/// What `ReenterNext` asked for.
+type Reenter = (Size, u8, bool, Option<(u16, u8)>);
 
 /// The block size of a pooled request, from the documented table alone.
 fn class_size(size: usize) -> usize {
@@ -93,6 +113,8 @@ struct State<'b> {
     backing: &'b Backing,
     model: Model,
     options: SizeClassOptions,
+    /// What `ReenterNext` asked for, until the next operation (which arms it).
+    reenter: Option<Reenter>,
 }
 
 impl State<'_> {
@@ -145,10 +167,110 @@ impl State<'_> {
         );
     }
 
+    /// The pool's rules for a nested request that can be told cheaply: an empty or large one
+    /// (which goes to the backing allocator) is served unless a failure was injected or the size
+    /// is huge. A pooled one may be refused when it needs a page (the pool may be taking one).
+    fn check_nested(&self, n: &Settled) {
+        let may_refuse = n.failing || n.layout.size() > BACKING_CAP || self.tag(n.layout) == POOLED;
+        assert!(
+            n.served() || may_refuse,
+            "a nested {:?} was refused (no injected failure)",
+            n.layout
+        );
+    }
+
     fn step(&mut self, pool: &mut SizeClassPool<&Backing>, op: &Op) {
+        match *op {
+            Op::FailNext(n) => {
+                self.backing.fail_next(u32::from(n % 4));
+                return;
+            }
+            Op::PanicNext => {
+                self.backing.panic_next();
+                return;
+            }
+            Op::ReenterNext {
+                size,
+                align,
+                zeroed,
+                free,
+            } => {
+                self.reenter = Some((size, align, zeroed, free));
+                return;
+            }
+            // It calls the backing allocator only to free.
+            Op::Trim => {
+                self.backing.disarm();
+                self.reenter = None;
+            }
+            _ => {}
+        }
+        let armed = self.reenter.take().map(|(size, align, zeroed, free)| {
+            let free = free.and_then(|(k, fit)| {
+                let i = self.model.pick(k)?;
+                let b = self.model.remove(i);
+                Some((b, b.fit(fit)))
+            });
+            let plan = Plan {
+                layout: layout(size.bytes(MAX_SIZE), align_from(align)),
+                zeroed,
+                free,
+                spans: self.model.spans(),
+            };
+            // SAFETY: the pool is backed by `self.backing` and stays alive and in place until
+            // this operation is over; the action runs only inside it (it is disarmed right
+            // after). The block to free is one of the model's, live in the pool, and has left
+            // the model.
+            unsafe { nested::arm(self.backing, &*pool, plan) }
+        });
         let before = pool.stats();
         let may_fail = self.backing.failing();
-        let (ok, huge) = match *op {
+        let backing = self.backing;
+        let done = run_catching(backing, || self.apply(pool, op));
+        backing.disarm();
+        let nested = armed.and_then(|armed| armed.settle(backing, &mut self.model));
+        let Some(done) = done else {
+            // Unwound by the injected panic, which comes before the nested action.
+            assert!(
+                nested.is_none(),
+                "the nested action ran in a call that panicked"
+            );
+            assert_eq!(
+                pool.stats(),
+                before,
+                "{op:?}, unwound by the backing allocator, changed the pool"
+            );
+            self.model.verify_all();
+            self.check_stats(pool);
+            // Still usable: the same operation, with nothing armed.
+            self.step(pool, op);
+            return;
+        };
+        if let Some(n) = &nested {
+            self.check_nested(n);
+            let tag = self.tag(n.layout);
+            if let Some(i) = n.insert(&mut self.model, tag) {
+                self.check_new(i);
+            }
+        }
+        let Some((ok, huge)) = done else {
+            self.check_stats(pool);
+            return;
+        };
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?}");
+            if nested.is_none() {
+                assert_eq!(pool.stats(), before, "a failed {op:?} changed the pool");
+            }
+            self.model.verify_all();
+        }
+        self.check_stats(pool);
+    }
+
+    /// The operation itself: whether it succeeded and whether its size was huge, or `None`
+    /// when there was no block to operate on.
+    fn apply(&mut self, pool: &mut SizeClassPool<&Backing>, op: &Op) -> Option<(bool, bool)> {
+        Some(match *op {
             Op::Alloc {
                 size,
                 align,
@@ -169,9 +291,7 @@ impl State<'_> {
                 align,
                 zeroed,
             } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
+                let i = self.model.pick(pick)?;
                 let old = self.model.blocks()[i].fit(fit);
                 let new = if by.is_huge() {
                     by.bytes(MAX_SIZE).max(old)
@@ -192,9 +312,7 @@ impl State<'_> {
                 keep,
                 align,
             } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
+                let i = self.model.pick(pick)?;
                 let old = self.model.blocks()[i].fit(fit);
                 let new = layout(keep as usize % (old + 1), align_from(align));
                 let tag = self.tag(new);
@@ -205,9 +323,7 @@ impl State<'_> {
                 (r.is_some(), false)
             }
             Op::Dealloc { pick, fit } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
+                let i = self.model.pick(pick)?;
                 let size = self.model.blocks()[i].fit(fit);
                 dealloc_op(&*pool, &mut self.model, i, size);
                 (true, false)
@@ -222,21 +338,15 @@ impl State<'_> {
                 }
                 (true, false)
             }
-            Op::FailNext(n) => {
-                self.backing.fail_next(u32::from(n % 4));
-                return;
+            Op::FailNext(_) | Op::PanicNext | Op::ReenterNext { .. } => {
+                unreachable!("handled by step: {op:?}")
             }
-        };
-        if !ok {
-            assert!(may_fail || huge, "spurious failure of {op:?}");
-            assert_eq!(pool.stats(), before, "a failed {op:?} changed the pool");
-            self.model.verify_all();
-        }
-        self.check_stats(pool);
+        })
     }
 }
 
 fuzz_target!(|input: Input| {
+    ignore_injected_panics();
     let backing = Backing::new();
     let mut pool = match &input.options {
         Some(o) => SizeClassPool::with_options_in(
@@ -258,11 +368,13 @@ fuzz_target!(|input: Input| {
         backing: &backing,
         model: Model::new(),
         options,
+        reenter: None,
     };
     st.check_stats(&pool);
     for op in &input.ops {
         st.step(&mut pool, op);
     }
+    backing.disarm();
     st.model.verify_all();
     backing.stop_failing();
     while let Some(i) = st.model.pick(0) {

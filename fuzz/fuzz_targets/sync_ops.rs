@@ -9,6 +9,8 @@
 //! fail; `reset` and `trim` (which need every handle dropped first), an allocation limit and
 //! injected backing failures. `SyncPool`, with a slot layout and a shard count from the input:
 //! the same operations with layouts that fit the slot and layouts that do not, `reset`, `trim`.
+//! Each backing allocator can panic in its next call, or call back there into what it backs:
+//! free a block and allocate one (through a handle or the shared path; from the pool).
 //!
 //! Checked, besides what the block model checks (alignment, length, no overlap, contents,
 //! zeroing): the arena's chunk count and `allocated_bytes_including_metadata` match what the
@@ -21,17 +23,26 @@
 //! match the model, a pooled block is one slot long and the slot freed last is the next one
 //! handed out, the backing allocator holds exactly the slabs, the fallback blocks and at most
 //! one address-map table; a failure changes no statistic and no block, and happens only with a
-//! limit, an injected failure or a huge size; dropping both gives everything back.
+//! limit, an injected failure or a huge size; an operation unwound by a backing allocator's panic
+//! changes no statistic (of the arena, a handle or the pool) and no block, and the same operation
+//! then runs normally; a nested request through the shared path, or through a handle other than
+//! the one waiting, is served unless a limit is set, a failure was injected or the size is huge;
+//! one through the waiting handle is served when its piece holds it and refused when it needs a
+//! piece; the pool's nested requests follow `pool_ops`; a nested block is checked like any other
+//! (alignment, length, no overlap with any block live meanwhile, contents); dropping both gives
+//! everything back.
 
 #![no_main]
 
 use std::slice::Iter;
 
 use arbitrary::Arbitrary;
-use arena_pool::{LocalArena, SyncArena, SyncPool};
+use arena_pool::{ArenaStats, LocalArena, SyncArena, SyncPool};
+use arena_pool_fuzz::nested::{self, Armed, Plan, Settled};
 use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
 use arena_pool_fuzz::{
-    Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+    BACKING_CAP, Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op,
+    ignore_injected_panics, layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -97,8 +108,41 @@ enum Op {
     Limit(Option<u16>),
     /// The arena's next `n % 4` backing allocations fail.
     FailNext(u8),
+    /// The arena's next backing allocation panics (with `InjectedPanic`).
+    PanicNext,
+    /// The arena's next backing allocation, if the next operation makes one, first frees block
+    /// `free` (pick, fit, among the blocks of the allocator it uses; chosen when that operation
+    /// starts), then allocates `size` / `align` through the handle in slot `via % 4 - 1` if there
+    /// is one, else through `&SyncArena`.
+    ReenterNext {
+        via: u8,
+        size: Size,
+        align: u8,
+        zeroed: bool,
+        free: Option<(u16, u8)>,
+    },
     Pool(PoolOp),
 }
+
+impl Op {
+    /// Whether it is handled by [`ArenaState::step`] (the others disarm the arena's backing
+    /// allocator first).
+    fn is_arena_step(&self) -> bool {
+        matches!(
+            self,
+            Op::Alloc { .. }
+                | Op::Grow { .. }
+                | Op::Shrink { .. }
+                | Op::Dealloc { .. }
+                | Op::FailNext(_)
+                | Op::PanicNext
+                | Op::ReenterNext { .. }
+        )
+    }
+}
+
+/// What `ReenterNext` asked for.
+type Reenter = (u8, Size, u8, bool, Option<(u16, u8)>);
 
 type Handles<'s, 'b> = [Option<LocalArena<'s, &'b Backing>>; HANDLES];
 
@@ -113,6 +157,8 @@ struct ArenaState<'b> {
     bound: Option<usize>,
     /// Nothing was allocated since the last reset: a trim leaves at most one chunk.
     just_reset: bool,
+    /// What `ReenterNext` asked for, until the next operation (which arms it).
+    reenter: Option<Reenter>,
 }
 
 impl ArenaState<'_> {
@@ -168,15 +214,200 @@ impl ArenaState<'_> {
         );
     }
 
-    /// An allocator operation (`Alloc`, `Grow`, `Shrink`, `Dealloc`).
+    /// Forgets an injected panic or a nested action still pending: before an operation that
+    /// does not go through [`step`](Self::step), and at the end of a phase.
+    fn disarm(&mut self) {
+        self.backing.disarm();
+        self.reenter = None;
+    }
+
+    /// Arms the nested action `ReenterNext` asked for, through the handle in slot `via % 4 - 1`
+    /// if there is one, else through `&SyncArena`. Returns it with the tag of its blocks.
+    fn arm(
+        &mut self,
+        arena: &SyncArena<&Backing>,
+        handles: &Handles<'_, '_>,
+        (via, size, align, zeroed, free): Reenter,
+    ) -> (Armed, u8) {
+        let slot = (via % 4).checked_sub(1).map(usize::from);
+        let handle = slot.and_then(|k| handles[k].as_ref().map(|h| (k, h)));
+        let tag = handle.map_or(SHARED, |(k, _)| LOCAL + k as u8);
+        // The block to free: one of the same allocator's.
+        let free = free.and_then(|(k, fit)| {
+            let mine: Vec<usize> = (0..self.model.len())
+                .filter(|&i| self.model.blocks()[i].tag == tag)
+                .collect();
+            let i = *mine.get(usize::from(k) % mine.len().max(1))?;
+            let b = self.model.remove(i);
+            Some((b, b.fit(fit)))
+        });
+        let plan = Plan {
+            layout: layout(size.bytes(MAX_SIZE), align_from(align)),
+            zeroed,
+            free,
+            spans: self.model.spans(),
+        };
+        // SAFETY: the arena and the handles (in `handles`, which does not move during an
+        // operation) are backed by `self.backing` and stay alive and in place until this
+        // operation is over; the action runs only inside it (it is disarmed right after). The
+        // block to free is one of the model's, live in the allocator the action uses, and has
+        // left the model.
+        let armed = unsafe {
+            match handle {
+                Some((_, h)) => nested::arm(self.backing, h, plan),
+                None => nested::arm(self.backing, arena, plan),
+            }
+        };
+        (armed, tag)
+    }
+
+    /// The rules for a nested request made through `tag`'s allocator while an operation through
+    /// `owner`'s waits for the backing allocator: a handle's own request that needs a piece is
+    /// refused and one its piece holds is served (as in an `Arena`); every other request is
+    /// served, even one that needs a chunk, unless a limit is set, a failure was injected or
+    /// the size is huge.
+    fn check_nested(&self, n: &Settled, tag: u8, owner: u8) {
+        let (size, align) = (n.layout.size(), n.layout.align());
+        if tag == owner && tag >= LOCAL {
+            if n.served() {
+                assert!(
+                    size <= n.room,
+                    "a nested {:?} through the waiting handle was served with {} bytes left in its piece",
+                    n.layout,
+                    n.room
+                );
+            } else {
+                assert!(
+                    size != 0 && size + align - 1 > n.room,
+                    "a nested {:?} through the waiting handle was refused with {} bytes left in its piece",
+                    n.layout,
+                    n.room
+                );
+            }
+        } else {
+            let may_refuse = self.limit.is_some() || n.failing || size > BACKING_CAP;
+            assert!(
+                n.served() || may_refuse,
+                "a nested {:?} through {tag} (the operation's owner: {owner}) was refused, with no limit or injected failure",
+                n.layout
+            );
+        }
+    }
+
+    /// An arena operation: `Alloc`, `Grow`, `Shrink`, `Dealloc`, or one that arms the backing
+    /// allocator for the next (`FailNext`, `PanicNext`, `ReenterNext`).
     fn step(&mut self, arena: &SyncArena<&Backing>, handles: &Handles<'_, '_>, op: &Op) {
+        match *op {
+            Op::FailNext(n) => {
+                self.backing.fail_next(u32::from(n % 4));
+                return;
+            }
+            Op::PanicNext => {
+                self.backing.panic_next();
+                return;
+            }
+            Op::ReenterNext {
+                via,
+                size,
+                align,
+                zeroed,
+                free,
+            } => {
+                self.reenter = Some((via, size, align, zeroed, free));
+                return;
+            }
+            _ => {}
+        }
+        self.just_reset = false;
+        let armed = self.reenter.take().map(|r| self.arm(arena, handles, r));
         let before = arena.stats();
         let handle_stats = handles.each_ref().map(|h| h.as_ref().map(|h| h.stats()));
         let may_fail = self.limit.is_some() || self.backing.failing();
-        self.just_reset = false;
+        let backing = self.backing;
+        let done = run_catching(backing, || self.apply(arena, handles, op, &before));
+        backing.disarm();
+        let nested =
+            armed.and_then(|(armed, tag)| Some((armed.settle(backing, &mut self.model)?, tag)));
+        let Some(done) = done else {
+            // Unwound by the injected panic, which comes before the nested action.
+            assert!(
+                nested.is_none(),
+                "the nested action ran in a call that panicked"
+            );
+            assert_eq!(
+                arena.stats(),
+                before,
+                "{op:?}, unwound by the backing allocator, changed the arena"
+            );
+            assert_eq!(
+                handles.each_ref().map(|h| h.as_ref().map(|h| h.stats())),
+                handle_stats,
+                "{op:?}, unwound by the backing allocator, changed a handle"
+            );
+            self.model.verify_all();
+            self.check_stats(arena, handles);
+            // Still usable: the same operation, with nothing armed.
+            self.step(arena, handles, op);
+            return;
+        };
+        let Some((owner, ok, huge)) = done else {
+            assert!(
+                nested.is_none(),
+                "the nested action ran in an operation that did nothing"
+            );
+            self.check_stats(arena, handles);
+            return;
+        };
+        if let Some((n, tag)) = &nested {
+            self.check_nested(n, *tag, owner);
+            n.insert(&mut self.model, *tag);
+        }
+        if let Op::Alloc { size, align, .. } = *op
+            && owner == SHARED
+            && ok
+            && nested.is_none()
+        {
+            // One bump: the size plus the padding, less than the alignment.
+            let l = layout(size.bytes(MAX_SIZE), align_from(align));
+            let grew = arena.stats().used_bytes - before.used_bytes;
+            if l.size() == 0 {
+                assert_eq!(grew, 0, "an empty block took room");
+            } else {
+                assert!(
+                    grew >= l.size() && grew < l.size() + l.align(),
+                    "used_bytes grew by {grew} for {l:?}"
+                );
+            }
+        }
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?} ({owner})");
+            if nested.is_none() {
+                assert_eq!(arena.stats(), before, "a failed {op:?} changed the arena");
+                if owner >= LOCAL {
+                    let k = usize::from(owner - LOCAL);
+                    assert_eq!(
+                        handles[k].as_ref().map(|h| h.stats()),
+                        handle_stats[k],
+                        "a failed {op:?} changed handle {k}"
+                    );
+                }
+            }
+            self.model.verify_all();
+        }
+        self.check_stats(arena, handles);
+    }
+
+    /// The operation itself: the owner of the block operated on, whether it succeeded and
+    /// whether its size was huge, or `None` when there was nothing to do.
+    fn apply(
+        &mut self,
+        arena: &SyncArena<&Backing>,
+        handles: &Handles<'_, '_>,
+        op: &Op,
+        before: &ArenaStats,
+    ) -> Option<(u8, bool, bool)> {
         let m = &mut self.model;
-        // The block operated on, its owner and what happened.
-        let (owner, ok, huge) = match *op {
+        Some(match *op {
             Op::Alloc {
                 via,
                 size,
@@ -192,18 +423,6 @@ impl ArenaState<'_> {
                     }
                     None => (SHARED, alloc_op(arena, m, l, zeroed, SHARED)),
                 };
-                if owner == SHARED && r.is_some() {
-                    // One bump: the size plus the padding, less than the alignment.
-                    let grew = arena.stats().used_bytes - before.used_bytes;
-                    if l.size() == 0 {
-                        assert_eq!(grew, 0, "an empty block took room");
-                    } else {
-                        assert!(
-                            grew >= l.size() && grew < l.size() + l.align(),
-                            "used_bytes grew by {grew} for {l:?}"
-                        );
-                    }
-                }
                 (owner, r.is_some(), size.is_huge())
             }
             Op::Grow {
@@ -213,7 +432,7 @@ impl ArenaState<'_> {
                 align,
                 zeroed,
             } => {
-                let Some(i) = m.pick(pick) else { return };
+                let i = m.pick(pick)?;
                 let b = m.blocks()[i];
                 let old = b.fit(fit);
                 let new = if by.is_huge() {
@@ -226,7 +445,7 @@ impl ArenaState<'_> {
                     SHARED => grow_op(arena, m, i, old, new, zeroed, SHARED),
                     ORPHAN => {
                         b.verify(b.len);
-                        return;
+                        return None;
                     }
                     t => grow_op(local(handles, t), m, i, old, new, zeroed, t),
                 };
@@ -238,7 +457,7 @@ impl ArenaState<'_> {
                 keep,
                 align,
             } => {
-                let Some(i) = m.pick(pick) else { return };
+                let i = m.pick(pick)?;
                 let b = m.blocks()[i];
                 let old = b.fit(fit);
                 let new = layout(keep as usize % (old + 1), align_from(align));
@@ -246,14 +465,14 @@ impl ArenaState<'_> {
                     SHARED => shrink_op(arena, m, i, old, new, SHARED),
                     ORPHAN => {
                         b.verify(b.len);
-                        return;
+                        return None;
                     }
                     t => shrink_op(local(handles, t), m, i, old, new, t),
                 };
                 (b.tag, r.is_some(), false)
             }
             Op::Dealloc { pick, fit } => {
-                let Some(i) = m.pick(pick) else { return };
+                let i = m.pick(pick)?;
                 let b = m.blocks()[i];
                 let size = b.fit(fit);
                 match b.tag {
@@ -275,21 +494,7 @@ impl ArenaState<'_> {
                 (b.tag, true, false)
             }
             _ => unreachable!("not an allocator operation: {op:?}"),
-        };
-        if !ok {
-            assert!(may_fail || huge, "spurious failure of {op:?} ({owner})");
-            assert_eq!(arena.stats(), before, "a failed {op:?} changed the arena");
-            if owner >= LOCAL {
-                let k = usize::from(owner - LOCAL);
-                assert_eq!(
-                    handles[k].as_ref().map(|h| h.stats()),
-                    handle_stats[k],
-                    "a failed {op:?} changed handle {k}"
-                );
-            }
-            self.model.verify_all();
-        }
-        self.check_stats(arena, handles);
+        })
     }
 
     /// Drops the handle in slot `k`: its blocks stay, and so do the arena's chunks.
@@ -335,6 +540,13 @@ fn shared_phase(
     let mut handles: Handles<'_, '_> = [None, None, None];
     let mut next = None;
     for op in ops.by_ref() {
+        // An injected panic or nested action applies to the next operation only.
+        if !op.is_arena_step() {
+            st.disarm();
+        }
+        if !matches!(op, Op::Pool(_)) {
+            pool.disarm();
+        }
         match *op {
             Op::Reset | Op::Trim => {
                 next = Some(*op);
@@ -358,13 +570,18 @@ fn shared_phase(
                 st.bound = st.limit.map(|l| l.max(held));
                 st.check_stats(arena, &handles);
             }
-            Op::FailNext(n) => st.backing.fail_next(u32::from(n % 4)),
             Op::Pool(p) => pool.step(p),
-            Op::Alloc { .. } | Op::Grow { .. } | Op::Shrink { .. } | Op::Dealloc { .. } => {
-                st.step(arena, &handles, op)
-            }
+            Op::Alloc { .. }
+            | Op::Grow { .. }
+            | Op::Shrink { .. }
+            | Op::Dealloc { .. }
+            | Op::FailNext(_)
+            | Op::PanicNext
+            | Op::ReenterNext { .. } => st.step(arena, &handles, op),
         }
     }
+    st.disarm();
+    pool.disarm();
     for k in 0..HANDLES {
         st.drop_handle(arena, &mut handles, k);
     }
@@ -413,6 +630,7 @@ fn run(
 }
 
 fuzz_target!(|input: Input| {
+    ignore_injected_panics();
     let arena_backing = Backing::new();
     let pool_backing = Backing::new();
 
@@ -441,6 +659,7 @@ fuzz_target!(|input: Input| {
         limit: None,
         bound: None,
         just_reset: false,
+        reenter: None,
     };
     st.check_stats(&arena, &[None, None, None]);
     run(&mut arena, &input.ops, &mut st, &mut pool);

@@ -1,12 +1,16 @@
 //! What the allocator fuzz targets share: [`Backing`], a backing allocator that checks how it is
-//! used and fails on request, [`Model`], the live blocks with their byte patterns, and
+//! used and fails, panics or calls back into the allocator it backs on request, [`Model`], the
+//! live blocks with their byte patterns, [`nested`], the action a re-entrant `Backing` runs, and
 //! [`pool_checker`], the slot-pool operations and checks of `pool_ops` and `sync_ops`.
 
+pub mod nested;
 pub mod pool_checker;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr::NonNull;
+use std::sync::Once;
 
 use arbitrary::Arbitrary;
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
@@ -22,6 +26,42 @@ const FRESH: u8 = 0xA5;
 /// garbage even without a sanitizer.
 const FREED: u8 = 0xDD;
 
+/// The payload of the panic [`Backing`] injects after [`panic_next`](Backing::panic_next): a
+/// type of its own, so that no other panic can be mistaken for it.
+#[derive(Debug)]
+pub struct InjectedPanic;
+
+/// Makes the panic hook ignore [`InjectedPanic`], once per process: libfuzzer-sys's hook aborts
+/// on every panic (so that a crash is reported before unwinding), and stays in charge of every
+/// other panic. Call it at the start of every input.
+pub fn ignore_injected_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let next = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<InjectedPanic>() {
+                next(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f`, under `catch_unwind` when `backing` has a panic armed: `None` when `f` unwound with
+/// [`InjectedPanic`]. Any other panic goes on unwinding (the hook has aborted already).
+pub fn run_catching<R>(backing: &Backing, f: impl FnOnce() -> R) -> Option<R> {
+    if !backing.panic_armed() {
+        return Some(f());
+    }
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(payload) if payload.is::<InjectedPanic>() => None,
+        Err(payload) => resume_unwind(payload),
+    }
+}
+
+/// What [`Backing`] runs inside its next `allocate` call (see [`nested`]).
+pub type NestedAction = Box<dyn FnOnce(&Backing)>;
+
 #[derive(Clone, Copy, Debug)]
 struct Held {
     size: usize,
@@ -35,10 +75,16 @@ struct Held {
 /// is the size rounded up to 16, so callers see lengths larger than they asked for). It fills
 /// fresh and freed blocks with garbage, refuses requests above [`BACKING_CAP`], and refuses the
 /// next `n` requests after [`fail_next`](Backing::fail_next).
+///
+/// It can also panic in its next `allocate` call ([`panic_next`](Backing::panic_next)), or run
+/// an action there before it allocates ([`run_inside_next`](Backing::run_inside_next)); the
+/// action is taken out before it runs, so it may call this allocator again.
 #[derive(Default)]
 pub struct Backing {
     blocks: RefCell<HashMap<usize, Held>>,
     fail: Cell<u32>,
+    panic: Cell<bool>,
+    nested: RefCell<Option<NestedAction>>,
 }
 
 impl Backing {
@@ -62,6 +108,39 @@ impl Backing {
         self.fail.set(0);
     }
 
+    /// The next `allocate` call panics with [`InjectedPanic`] (before anything else it does).
+    pub fn panic_next(&self) {
+        self.panic.set(true);
+    }
+
+    /// Whether an injected panic is pending.
+    pub fn panic_armed(&self) -> bool {
+        self.panic.get()
+    }
+
+    /// The next `allocate` call runs `f` (after an injected panic, if one is pending; before an
+    /// injected failure and before allocating), replacing an action still pending.
+    pub fn run_inside_next(&self, f: NestedAction) {
+        *self.nested.borrow_mut() = Some(f);
+    }
+
+    /// Whether an action set by [`run_inside_next`](Backing::run_inside_next) is pending.
+    pub fn nested_armed(&self) -> bool {
+        self.nested.borrow().is_some()
+    }
+
+    /// Forgets a pending injected panic and a pending action (which then never runs).
+    pub fn disarm(&self) {
+        self.panic.set(false);
+        self.disarm_nested();
+    }
+
+    /// Forgets a pending action (which then never runs).
+    pub fn disarm_nested(&self) {
+        let pending = self.nested.borrow_mut().take();
+        drop(pending);
+    }
+
     /// Blocks handed out and not given back.
     pub fn live_blocks(&self) -> usize {
         self.blocks.borrow().len()
@@ -78,6 +157,14 @@ impl Backing {
 // only adds checks.
 unsafe impl Allocator for Backing {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if self.panic.replace(false) {
+            std::panic::panic_any(InjectedPanic);
+        }
+        // Taken out before it runs (and the borrow released), so that it may call us again.
+        let nested = self.nested.borrow_mut().take();
+        if let Some(f) = nested {
+            f(self);
+        }
         if self.fail.get() > 0 {
             self.fail.set(self.fail.get() - 1);
             return Err(AllocError);
@@ -330,6 +417,27 @@ impl Model {
             tag,
         });
         self.blocks.len() - 1
+    }
+
+    /// Puts back a block [`remove`](Model::remove)d earlier and still live, unchanged (same
+    /// pattern, same sequence number), after checking it overlaps no live block.
+    pub fn reinsert(&mut self, b: Block) {
+        if b.len > 0 {
+            let (addr, end) = (b.ptr.addr().get(), b.ptr.addr().get() + b.len);
+            if let Some((&s, &e)) = self.spans.range(..end).next_back() {
+                assert!(
+                    e <= addr,
+                    "block [{addr:#x}, {end:#x}) overlaps live block [{s:#x}, {e:#x})"
+                );
+            }
+            self.spans.insert(addr, end);
+        }
+        self.blocks.push(b);
+    }
+
+    /// The live blocks with a non-zero length, as (start, end), by start.
+    pub fn spans(&self) -> Vec<(usize, usize)> {
+        self.spans.iter().map(|(&s, &e)| (s, e)).collect()
     }
 
     /// Removes block `i` from the model (its memory is not touched).

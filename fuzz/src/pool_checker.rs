@@ -1,6 +1,7 @@
 //! The slot-pool operations and their checks, shared by `pool_ops` (`Pool`) and `sync_ops`
 //! (`SyncPool` on one thread): [`PoolOp`]s run through the `Allocator` trait against the block
-//! model, with the pool's statistics checked after each one.
+//! model, with the pool's statistics checked after each one. The backing allocator may be armed
+//! to panic in its next call, or to call back into the pool there (see [`crate::nested`]).
 
 use std::ptr::NonNull;
 
@@ -8,8 +9,10 @@ use arbitrary::Arbitrary;
 use arena_pool::allocator_api2::alloc::{Allocator, Layout};
 use arena_pool::{Pool, PoolStats, SyncPool};
 
+use crate::nested::{self, Plan, Reentrant, Settled};
 use crate::{
-    Backing, Block, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout, shrink_op,
+    BACKING_CAP, Backing, Block, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout,
+    run_catching, shrink_op,
 };
 
 /// Largest ordinary request that does not fit the slot.
@@ -56,10 +59,24 @@ pub enum PoolOp {
     Trim,
     /// The pool's next `n % 4` backing allocations fail.
     FailNext(u8),
+    /// The pool's next backing allocation panics (with `InjectedPanic`).
+    PanicNext,
+    /// The pool's next backing allocation, if the next operation makes one, first frees block
+    /// `free` (pick, fit; chosen when that operation starts), then allocates `size` / `align`
+    /// from the pool.
+    ReenterNext {
+        size: PSize,
+        align: u8,
+        zeroed: bool,
+        free: Option<(u16, u8)>,
+    },
 }
 
+/// What `ReenterNext` asked for.
+type Reenter = (PSize, u8, bool, Option<(u16, u8)>);
+
 /// What the checks need of a slot pool besides its `Allocator` impl.
-pub trait SlotPool: Allocator {
+pub trait SlotPool: Allocator + Reentrant {
     fn stats(&self) -> PoolStats;
     fn in_use(&self) -> usize;
     fn capacity(&self) -> usize;
@@ -105,6 +122,8 @@ pub struct PoolChecker<'b, P> {
     /// The last pooled block freed, if no pooled block was handed out since: the next one (on
     /// one thread, a `SyncPool` uses one shard).
     last_freed: Option<NonNull<u8>>,
+    /// What `ReenterNext` asked for, until the next operation (which arms it).
+    reenter: Option<Reenter>,
 }
 
 impl<'b, P: SlotPool> PoolChecker<'b, P> {
@@ -123,6 +142,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
             slot,
             slot_align,
             last_freed: None,
+            reenter: None,
         };
         checker.check_stats();
         checker
@@ -189,10 +209,134 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
         );
     }
 
+    /// Forgets an injected panic or a nested action still pending: before an operation that
+    /// does not go through [`step`](Self::step), and at the end.
+    pub fn disarm(&mut self) {
+        self.backing.disarm();
+        self.reenter = None;
+    }
+
+    /// The pool's rules for a nested request: a layout that goes to the backing allocator (or
+    /// an empty one) is served unless a failure was injected or the size is huge; a pooled one is
+    /// served when a slot is free (it may be refused when it needs a slab: the pool may be
+    /// taking one).
+    fn check_nested(&self, n: &Settled) {
+        let tag = self.tag(n.layout);
+        let may_refuse =
+            n.failing || n.layout.size() > BACKING_CAP || (tag == POOLED && n.room == 0);
+        assert!(
+            n.served() || may_refuse,
+            "a nested {:?} was refused ({} free slots, no injected failure)",
+            n.layout,
+            n.room
+        );
+    }
+
     pub fn step(&mut self, op: PoolOp) {
+        match op {
+            PoolOp::FailNext(n) => {
+                self.backing.fail_next(u32::from(n % 4));
+                return;
+            }
+            PoolOp::PanicNext => {
+                self.backing.panic_next();
+                return;
+            }
+            PoolOp::ReenterNext {
+                size,
+                align,
+                zeroed,
+                free,
+            } => {
+                self.reenter = Some((size, align, zeroed, free));
+                return;
+            }
+            // They call the backing allocator only to free.
+            PoolOp::Reset | PoolOp::Trim => self.disarm(),
+            _ => {}
+        }
+        let armed = self.reenter.take().map(|(size, align, zeroed, free)| {
+            let free = free.and_then(|(k, fit)| {
+                let i = self.model.pick(k)?;
+                let b = self.model.remove(i);
+                Some((b, b.fit(fit)))
+            });
+            let plan = Plan {
+                layout: layout(self.size(size), align_from(align)),
+                zeroed,
+                free,
+                spans: self.model.spans(),
+            };
+            // The free list's order is the nested action's business now.
+            self.last_freed = None;
+            // SAFETY: the pool is backed by `self.backing` and stays in place (in `self`) until
+            // this operation is over; the action runs only inside it (it is disarmed right
+            // after). The block to free is one of the model's, live in the pool, and has left
+            // the model.
+            unsafe { nested::arm(self.backing, &self.pool, plan) }
+        });
         let before = self.pool.stats();
         let may_fail = self.backing.failing();
-        let (ok, huge) = match op {
+        let backing = self.backing;
+        let done = run_catching(backing, || self.apply(op));
+        backing.disarm();
+        let nested = armed.and_then(|armed| armed.settle(backing, &mut self.model));
+        if nested.is_some() {
+            self.last_freed = None;
+        }
+        let Some(done) = done else {
+            // Unwound by the injected panic, which comes before the nested action.
+            assert!(
+                nested.is_none(),
+                "the nested action ran in a call that panicked"
+            );
+            assert_eq!(
+                self.pool.stats(),
+                before,
+                "{op:?}, unwound by the backing allocator, changed the pool"
+            );
+            self.model.verify_all();
+            self.check_stats();
+            // Still usable: the same operation, with nothing armed.
+            self.step(op);
+            return;
+        };
+        if let Some(n) = &nested {
+            self.check_nested(n);
+            let tag = self.tag(n.layout);
+            if let Some(i) = n.insert(&mut self.model, tag)
+                && tag == POOLED
+            {
+                assert_eq!(
+                    self.model.blocks()[i].len,
+                    self.slot,
+                    "a nested pooled block"
+                );
+            }
+        }
+        let Some((ok, huge)) = done else {
+            self.check_stats();
+            return;
+        };
+        if !ok {
+            assert!(may_fail || huge, "spurious failure of {op:?}");
+            if nested.is_none() {
+                assert_eq!(
+                    self.pool.stats(),
+                    before,
+                    "a failed {op:?} changed the pool"
+                );
+            }
+            self.model.verify_all();
+        }
+        self.check_stats();
+    }
+
+    /// The operation itself: whether it succeeded and whether its size was huge, or `None`
+    /// when there was no block to operate on.
+    fn apply(&mut self, op: PoolOp) -> Option<(bool, bool)> {
+        let before = self.pool.stats();
+        Some(match op {
             PoolOp::Alloc {
                 size,
                 align,
@@ -213,9 +357,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
                 align,
                 zeroed,
             } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
+                let i = self.model.pick(pick)?;
                 let b = self.model.blocks()[i];
                 let old = b.fit(fit);
                 let huge = matches!(size, PSize::Other(s) if s.is_huge());
@@ -238,9 +380,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
                 keep,
                 align,
             } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
+                let i = self.model.pick(pick)?;
                 let b = self.model.blocks()[i];
                 let old = b.fit(fit);
                 let new = layout(keep as usize % (old + 1), align_from(align));
@@ -252,9 +392,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
                 (r.is_some(), false)
             }
             PoolOp::Dealloc { pick, fit } => {
-                let Some(i) = self.model.pick(pick) else {
-                    return;
-                };
+                let i = self.model.pick(pick)?;
                 let size = self.model.blocks()[i].fit(fit);
                 let b = dealloc_op(&self.pool, &mut self.model, i, size);
                 if b.tag == POOLED {
@@ -290,26 +428,16 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
                 }
                 (true, false)
             }
-            PoolOp::FailNext(n) => {
-                self.backing.fail_next(u32::from(n % 4));
-                return;
+            PoolOp::FailNext(_) | PoolOp::PanicNext | PoolOp::ReenterNext { .. } => {
+                unreachable!("handled by step: {op:?}")
             }
-        };
-        if !ok {
-            assert!(may_fail || huge, "spurious failure of {op:?}");
-            assert_eq!(
-                self.pool.stats(),
-                before,
-                "a failed {op:?} changed the pool"
-            );
-            self.model.verify_all();
-        }
-        self.check_stats();
+        })
     }
 
     /// Frees every live block (the fallback ones through the pool) and drops the pool, which
     /// must give everything back.
     pub fn finish(mut self) {
+        self.disarm();
         self.backing.stop_failing();
         self.model.verify_all();
         while let Some(i) = self.model.pick(0) {
