@@ -40,3 +40,26 @@ impl BackingCall {
         call()
     }
 }
+
+/// Runs its closure when dropped while armed: undoes a change when the backing allocator
+/// unwinds (e.g. links back a large block taken out of its list for a resize).
+pub(crate) struct OnUnwind<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> OnUnwind<F> {
+    pub(crate) fn new(undo: F) -> OnUnwind<F> {
+        OnUnwind(Some(undo))
+    }
+
+    /// The change stands: nothing to undo.
+    pub(crate) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for OnUnwind<F> {
+    fn drop(&mut self) {
+        if let Some(undo) = self.0.take() {
+            undo();
+        }
+    }
+}

@@ -401,6 +401,44 @@ fn arena_nested_refill_through_the_panicking_api_names_the_cause() {
     assert!(v.iter().copied().eq(0..32));
 }
 
+/// A large block (outside the chunks) whose grow unwinds in the backing allocator stays the
+/// caller's: same bytes, same statistics, still freed by the arena afterwards. For `Arena` and
+/// `SyncArena`'s shared path.
+#[test]
+fn large_block_grow_that_unwinds_keeps_the_block() {
+    fn check<A: Allocator>(a: &A, hooked: &Hooked, stats: impl Fn() -> (usize, usize)) {
+        let mut v: Vec<u8, &A> = Vec::with_capacity_in(100_000, a);
+        v.resize(100_000, 0x6B);
+        let before = stats();
+        hooked.panic_on_next();
+        expect_backing_panic(|| v.reserve(1_000_000));
+        assert_eq!(stats(), before, "a statistic changed");
+        assert!(v.iter().all(|&b| b == 0x6B));
+        v.reserve(1_000_000);
+        assert!(v.iter().all(|&b| b == 0x6B));
+        drop(v);
+    }
+    quiet();
+    let hooked = Hooked::default();
+    let arena = Arena::new_in(&hooked);
+    check(&arena, &hooked, || {
+        let s = arena.stats();
+        (s.large_blocks, s.allocated_bytes_including_metadata)
+    });
+    assert_eq!(arena.stats().large_blocks, 0);
+    assert_eq!(
+        arena.stats().allocated_bytes_including_metadata,
+        hooked.held_bytes()
+    );
+    let shared = SyncArena::new_in(&hooked);
+    check(&shared, &hooked, || {
+        let s = shared.stats();
+        (s.large_blocks, s.allocated_bytes_including_metadata)
+    });
+    drop((arena, shared));
+    assert_eq!(hooked.held_blocks(), 0);
+}
+
 // ----- LocalArena (its pieces come from a SyncArena) -----
 
 /// A handle's grow that needs a piece, whose shared arena needs a chunk, whose backing allocator

@@ -26,7 +26,7 @@ use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::poison::{poison, unpoison};
 use super::retention::{Decision, Recent, decide};
 use crate::error::Failure;
-use crate::reentry::BackingCall;
+use crate::reentry::{BackingCall, OnUnwind};
 
 /// The state of an arena's bump position and chunk list. Every `Arena` starts with one (so that an
 /// `ArenaRef` can find it at offset 0).
@@ -982,10 +982,13 @@ impl RawArena {
             // Unlinked while the backing allocator runs: it may move the block, or call back
             // into this arena.
             self.large.unlink(b);
+            // Should the backing allocator unwind, the block (still the caller's) goes back.
+            let relink = OnUnwind::new(|| self.large.reinsert(b));
             // SAFETY: `b`'s block came from `src` with `old_block`; `block` has its alignment.
             let resized = self
                 .backing_call
                 .run(|| unsafe { src.resize_large(b.block(), old_block, block) });
+            relink.disarm();
             match resized {
                 Ok(p) => {
                     // SAFETY: the block, moved or not, holds the old block's bytes (its header

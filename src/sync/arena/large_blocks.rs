@@ -14,6 +14,7 @@ use allocator_api2::alloc::{AllocError, Allocator};
 use super::SyncArena;
 use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
 use crate::error::Failure;
+use crate::reentry::OnUnwind;
 
 impl<A: Allocator> SyncArena<A> {
     /// Runs `call` (a call into the backing allocator for `size` bytes more than now held) with
@@ -150,36 +151,29 @@ impl<A: Allocator> SyncArena<A> {
         new: Layout,
         zeroed: bool,
     ) -> Result<NonNull<u8>, AllocError> {
-        let Some((block, _)) = block_layout(new) else {
-            self.chunks.lock().large.reinsert(b);
-            return Err(AllocError);
-        };
+        // Linked back when this fails, or when the backing allocator unwinds: it is still the
+        // caller's block.
+        let relink = OnUnwind::new(|| self.chunks.lock().large.reinsert(b));
+        let (block, _) = block_layout(new).ok_or(AllocError)?;
         let q = if new.size() < LARGE_THRESHOLD || block.align() != b.layout().align() {
-            let Ok(q) = self.place(new) else {
-                self.chunks.lock().large.reinsert(b);
-                return Err(AllocError);
-            };
+            let q = self.place(new).map_err(|_| AllocError)?;
             // SAFETY: `q` is fresh, distinct from `b`'s data; both hold the bytes copied.
             unsafe {
                 ptr::copy_nonoverlapping(b.data().as_ptr(), q.as_ptr(), old.size().min(new.size()))
             };
+            relink.disarm();
             // SAFETY: the caller's old block, not used again.
             unsafe { self.free_large(b) };
             q
         } else {
             // SAFETY: `b` is unlinked, of its layout, and `block` has its alignment.
-            match unsafe { self.resize_large_block(b.block(), b.layout(), block) } {
-                Ok(p) => {
-                    // SAFETY: the block holds the old block's bytes, header included.
-                    let b = unsafe { Large::resized(p.cast(), block) };
-                    self.chunks.lock().large.push(b);
-                    b.data()
-                }
-                Err(_) => {
-                    self.chunks.lock().large.reinsert(b);
-                    return Err(AllocError);
-                }
-            }
+            let p = unsafe { self.resize_large_block(b.block(), b.layout(), block) }
+                .map_err(|_| AllocError)?;
+            relink.disarm();
+            // SAFETY: the block holds the old block's bytes, header included.
+            let b = unsafe { Large::resized(p.cast(), block) };
+            self.chunks.lock().large.push(b);
+            b.data()
         };
         if zeroed && new.size() > old.size() {
             // SAFETY: `q` is writable for `new.size()` bytes.
