@@ -108,6 +108,7 @@ impl Chunk {
 
     /// Moves the cursor from `from` to `to` if it is at `from`: growing or shrinking the last
     /// block in place (or giving a tail back). Returns whether it moved.
+    #[inline(always)]
     fn move_cursor(&self, from: usize, to: usize) -> bool {
         // AcqRel: moving back releases bytes our writes touched; moving forward acquires bytes
         // another thread may have released.
@@ -643,6 +644,7 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Gives `[from, to)` back when it is the end of what the current chunk handed out;
     /// returns whether it did.
+    #[inline(always)]
     pub(crate) fn give_back(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
         if from == to {
             return false;
@@ -655,6 +657,7 @@ impl<A: Allocator> SyncArena<A> {
 
     /// In-place resize of the last block `[p, p + old)` to `new_size`, if it is the last block of
     /// the current chunk and the chunk has room.
+    #[inline(always)]
     fn resize_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
         let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
             return false;
@@ -812,10 +815,12 @@ impl<A: Allocator> SyncArena<A> {
         chunks.chunk_peak = chunks.chunk_peak.max(held);
     }
 
-    /// `Allocator::grow` / `grow_zeroed`: in place when the block is last and the chunk has room.
+    /// `Allocator::grow` / `grow_zeroed`: in place when the block is last and the chunk has room
+    /// (no stack frame on this path); otherwise [`grow_elsewhere`](Self::grow_elsewhere).
     ///
     /// # Safety
     /// The `Allocator::grow` contract.
+    #[inline(always)]
     pub(crate) unsafe fn grow_impl(
         &self,
         p: NonNull<u8>,
@@ -823,25 +828,46 @@ impl<A: Allocator> SyncArena<A> {
         new: Layout,
         zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let q = if old.size() != 0
+        if old.size() != 0
             // SAFETY: `p` was allocated with `old` (the contract).
             && unsafe { satisfies(p, old, new) }
             && self.resize_last(p, old.size(), new.size())
         {
-            p
-        } else if let Some(b) = self.unlink_large(p, old) {
+            if zeroed {
+                // SAFETY: `p` is writable for `new.size()` bytes now.
+                unsafe { p.add(old.size()).write_bytes(0, new.size() - old.size()) };
+            }
+            return Ok(NonNull::slice_from_raw_parts(p, new.size()));
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.grow_elsewhere(p, old, new, zeroed) }
+    }
+
+    /// The rest of [`grow_impl`](Self::grow_impl): a large block grows through the backing
+    /// allocator; any other block moves to a fresh one.
+    ///
+    /// # Safety
+    /// The `Allocator::grow` contract.
+    #[cold]
+    #[inline(never)]
+    unsafe fn grow_elsewhere(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        if let Some(b) = self.unlink_large(p, old) {
             // SAFETY: `b` is the caller's block, of `old`.
             let q = unsafe { self.resize_large(b, old, new, zeroed) }?;
             return Ok(NonNull::slice_from_raw_parts(q, new.size()));
-        } else {
-            let q = self.place(new).map_err(|_| AllocError)?;
-            // The old block is not given back: `q` was bumped after it (or in a newer chunk), so
-            // it is no longer the last block.
-            // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`;
-            // `p` is readable for `old.size()` bytes and `q` writable for more.
-            unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
-            q
-        };
+        }
+        let q = self.place(new).map_err(|_| AllocError)?;
+        // The old block is not given back: `q` was bumped after it (or in a newer chunk), so it is
+        // no longer the last block.
+        // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`; `p` is
+        // readable for `old.size()` bytes and `q` writable for more.
+        unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
         if zeroed {
             // SAFETY: `q` is writable for `new.size()` bytes.
             unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
@@ -849,11 +875,12 @@ impl<A: Allocator> SyncArena<A> {
         Ok(NonNull::slice_from_raw_parts(q, new.size()))
     }
 
-    /// `Allocator::shrink`: gives the tail back when the block is last; moves only for a larger
-    /// alignment.
+    /// `Allocator::shrink`: gives the tail back when the block is last (no stack frame on this
+    /// path); otherwise [`shrink_elsewhere`](Self::shrink_elsewhere).
     ///
     /// # Safety
     /// The `Allocator::shrink` contract.
+    #[inline(always)]
     pub(crate) unsafe fn shrink_impl(
         &self,
         p: NonNull<u8>,
@@ -861,23 +888,36 @@ impl<A: Allocator> SyncArena<A> {
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: `p` was allocated with `old` (the contract).
-        if unsafe { satisfies(p, old, new) } {
-            let len = if self.resize_last(p, old.size(), new.size()) {
-                new.size()
-            } else if let Some(b) = self.unlink_large(p, old) {
-                // SAFETY: `b` is the caller's block, of `old`.
-                let q = unsafe { self.resize_large(b, old, new, false) }?;
-                return Ok(NonNull::slice_from_raw_parts(q, new.size()));
-            } else {
-                // Not last: the caller may keep using the whole block.
-                old.size()
-            };
-            return Ok(NonNull::slice_from_raw_parts(p, len));
+        if unsafe { satisfies(p, old, new) } && self.resize_last(p, old.size(), new.size()) {
+            return Ok(NonNull::slice_from_raw_parts(p, new.size()));
         }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shrink_elsewhere(p, old, new) }
+    }
+
+    /// The rest of [`shrink_impl`](Self::shrink_impl): a large block shrinks through the backing
+    /// allocator; any other block keeps its place and length, and moves only for a larger
+    /// alignment.
+    ///
+    /// # Safety
+    /// The `Allocator::shrink` contract.
+    #[cold]
+    #[inline(never)]
+    unsafe fn shrink_elsewhere(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
         if let Some(b) = self.unlink_large(p, old) {
             // SAFETY: `b` is the caller's block, of `old`.
             let q = unsafe { self.resize_large(b, old, new, false) }?;
             return Ok(NonNull::slice_from_raw_parts(q, new.size()));
+        }
+        // SAFETY: `p` was allocated with `old` (the contract).
+        if unsafe { satisfies(p, old, new) } {
+            // Not last: the caller may keep using the whole block.
+            return Ok(NonNull::slice_from_raw_parts(p, old.size()));
         }
         let q = self.place(new).map_err(|_| AllocError)?;
         // SAFETY: fresh block, no overlap; `new.size() <= old.size()` bytes are readable.

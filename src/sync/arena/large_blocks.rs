@@ -100,6 +100,8 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// The shared path's large block for `layout` (at least the threshold).
+    #[cold]
+    #[inline(never)]
     pub(super) fn place_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
         let p = self.take_large(block)?;
@@ -133,6 +135,8 @@ impl<A: Allocator> SyncArena<A> {
     ///
     /// # Safety
     /// `b` came from this arena's list and its data is not used again.
+    #[cold]
+    #[inline(never)]
     pub(super) unsafe fn free_large(&self, b: Large) {
         // SAFETY: forwarded from the caller.
         unsafe { self.give_large(b.block(), b.layout()) }
@@ -144,6 +148,8 @@ impl<A: Allocator> SyncArena<A> {
     ///
     /// # Safety
     /// `b`'s data is the caller's live block of `old`.
+    #[cold]
+    #[inline(never)]
     pub(super) unsafe fn resize_large(
         &self,
         b: Large,
