@@ -7,12 +7,13 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
-use super::shim::{AtomicPtr, AtomicUsize, Mutex, Ordering};
+use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::arena::{
     ArenaStats, ChunkSource, Decision, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Recent,
     chunk_size_for, chunk_size_for_capacity, dangling, decide, min_chunk_size, satisfies,
 };
 use crate::error::Failure;
+use crate::reentry::OnUnwind;
 use crate::sync::LocalArena;
 
 mod large_blocks;
@@ -525,23 +526,8 @@ impl<A: Allocator> SyncArena<A> {
             return self.install(&mut chunks, c, layout);
         }
         let (size, nominal) = self.new_chunk_size(&chunks, layout)?;
-        chunks.pending += size;
-        drop(chunks);
-        /// Takes the pending bytes off again, also when the backing allocator unwinds.
-        struct Pending<'s, A: Allocator> {
-            arena: &'s SyncArena<A>,
-            size: usize,
-        }
-        impl<A: Allocator> Drop for Pending<'_, A> {
-            fn drop(&mut self) {
-                self.arena.chunks.lock().pending -= self.size;
-            }
-        }
-        let pending = Pending { arena: self, size };
-        let taken = self.take_block(size);
-        drop(pending);
+        let (taken, mut chunks) = self.unlocked(chunks, size, || self.take_block(size));
         let c = taken?;
-        let mut chunks = self.chunks.lock();
         chunks.record(size, nominal);
         chunks.plan = 0;
         // Another thread, or a nested call from the backing allocator, may have installed a
@@ -552,6 +538,25 @@ impl<A: Allocator> SyncArena<A> {
             return Ok(p);
         }
         self.install(&mut chunks, c, layout)
+    }
+
+    /// Runs `call`, a call into the backing allocator for `size` bytes, with the lock released
+    /// and those bytes counted against the limit meanwhile; returns its result with the lock
+    /// taken again and the bytes no longer pending (taken off also when `call` unwinds).
+    fn unlocked<'s, R>(
+        &'s self,
+        mut chunks: MutexGuard<'s, Chunks>,
+        size: usize,
+        call: impl FnOnce() -> R,
+    ) -> (R, MutexGuard<'s, Chunks>) {
+        chunks.pending += size;
+        drop(chunks);
+        let undo = OnUnwind::new(|| self.chunks.lock().pending -= size);
+        let result = call();
+        undo.disarm();
+        let mut chunks = self.chunks.lock();
+        chunks.pending -= size;
+        (result, chunks)
     }
 
     /// Bumps the current chunk; only under the lock (where `current` does not change).

@@ -9,10 +9,14 @@ pub(crate) use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 #[cfg(not(loom))]
-use std::sync::{Mutex as Inner, MutexGuard};
+use std::sync::Mutex as Inner;
+#[cfg(not(loom))]
+pub(crate) use std::sync::MutexGuard;
 
 #[cfg(loom)]
-use loom::sync::{Mutex as Inner, MutexGuard};
+use loom::sync::Mutex as Inner;
+#[cfg(loom)]
+pub(crate) use loom::sync::MutexGuard;
 
 /// A mutual-exclusion lock that ignores poisoning: every critical section of this crate leaves
 /// its data consistent before anything in it can panic (the only panics are the debug checks,

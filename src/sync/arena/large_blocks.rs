@@ -11,46 +11,35 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator};
 
-use super::SyncArena;
+use super::{Chunks, SyncArena};
 use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
+use crate::sync::shim::MutexGuard;
 
 impl<A: Allocator> SyncArena<A> {
-    /// Runs `call` (a call into the backing allocator for `size` bytes more than now held) with
-    /// those bytes counted against the limit and the lock released; the count is taken back
-    /// when it returns or unwinds.
-    fn with_pending<R>(&self, size: usize, call: impl FnOnce() -> R) -> Result<R, Failure> {
-        let mut chunks = self.chunks.lock();
+    /// Runs `call`, a call into the backing allocator for `size` bytes more than now held, within
+    /// the limit, with the lock released (see `unlocked`); returns its result under the lock.
+    fn with_pending<R>(
+        &self,
+        size: usize,
+        call: impl FnOnce() -> R,
+    ) -> Result<(R, MutexGuard<'_, Chunks>), Failure> {
+        let chunks = self.chunks.lock();
         if let Some(limit) = chunks.limit {
             let held = chunks.held + chunks.pending + chunks.large_bytes;
             if size > limit.saturating_sub(held) {
                 return Err(Failure::LimitReached { limit });
             }
         }
-        chunks.pending += size;
-        drop(chunks);
-        /// Takes the pending bytes off again, also when the backing allocator unwinds.
-        struct Pending<'s, A: Allocator> {
-            arena: &'s SyncArena<A>,
-            size: usize,
-        }
-        impl<A: Allocator> Drop for Pending<'_, A> {
-            fn drop(&mut self) {
-                self.arena.chunks.lock().pending -= self.size;
-            }
-        }
-        let _pending = Pending { arena: self, size };
-        Ok(call())
+        Ok(self.unlocked(chunks, size, call))
     }
 
     /// Takes a large block of `block`'s layout (from `block_layout`) from the backing allocator
     /// and counts it.
     pub(super) fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
-        let p = self
-            .with_pending(block.size(), || self.alloc.allocate(block))?
-            .map_err(|AllocError| Failure::OutOfMemory(block))?;
-        let mut chunks = self.chunks.lock();
+        let (p, mut chunks) = self.with_pending(block.size(), || self.alloc.allocate(block))?;
+        let p = p.map_err(|AllocError| Failure::OutOfMemory(block))?;
         chunks.large_bytes += block.size();
         chunks.large_data += data_size(block);
         chunks.large_count += 1;
@@ -84,7 +73,7 @@ impl<A: Allocator> SyncArena<A> {
     ) -> Result<NonNull<[u8]>, Failure> {
         let more = new.size().saturating_sub(old.size());
         // SAFETY: forwarded from the caller.
-        let resized = self.with_pending(more, || unsafe {
+        let (resized, mut chunks) = self.with_pending(more, || unsafe {
             if new.size() >= old.size() {
                 self.alloc.grow(p, old, new)
             } else {
@@ -92,7 +81,6 @@ impl<A: Allocator> SyncArena<A> {
             }
         })?;
         let q = resized.map_err(|AllocError| Failure::OutOfMemory(new))?;
-        let mut chunks = self.chunks.lock();
         chunks.large_bytes = chunks.large_bytes - old.size() + new.size();
         chunks.large_data = chunks.large_data - data_size(old) + data_size(new);
         chunks.large_peak = chunks.large_peak.max(chunks.large_data);
