@@ -30,8 +30,8 @@ use arbitrary::Arbitrary;
 use arena_pool::{Arena, ArenaRef, Checkpoint};
 use arena_pool_fuzz::nested::{self, Plan, Reentrant, Settled};
 use arena_pool_fuzz::{
-    Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op, ignore_injected_panics,
-    layout, run_catching, shrink_op,
+    Backing, GROW_MAX, Model, Size, align_from, alloc_op, dealloc_op, grow_op,
+    ignore_injected_panics, layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -215,7 +215,12 @@ impl State<'_> {
         let s = view.stats();
         assert!(s.used_bytes <= s.allocated_bytes, "{s:?}");
         assert!(s.chunk_capacity <= s.allocated_bytes, "{s:?}");
-        assert_eq!(s.chunks, self.backing.live_blocks(), "{s:?}");
+        // The backing allocator holds the chunks and the large blocks, nothing else.
+        assert_eq!(
+            s.chunks + s.large_blocks,
+            self.backing.live_blocks(),
+            "{s:?}"
+        );
         assert_eq!(
             s.allocated_bytes_including_metadata,
             self.backing.live_bytes(),
@@ -335,7 +340,7 @@ impl State<'_> {
                 let new = if by.is_huge() {
                     by.bytes(MAX_SIZE).max(b.size)
                 } else {
-                    (b.size + by.bytes(MAX_SIZE)).min(MAX_SIZE).max(b.size)
+                    (b.size + by.bytes(MAX_SIZE)).min(GROW_MAX).max(b.size)
                 };
                 let new = layout(new, align_from(align));
                 (
@@ -415,10 +420,18 @@ fn run_top(arena: &mut Arena<&Backing>, ops: &mut Iter<'_, Op>, st: &mut State<'
                 st.frames[0].checkpoints.clear();
                 let after = arena.stats();
                 assert_eq!(after.used_bytes, 0);
+                // Reset keeps one chunk (the largest, or a smaller one in place of an oversized
+                // one) and frees every large block.
                 assert_eq!(
-                    (after.chunks, after.allocated_bytes),
-                    (before.chunks, before.allocated_bytes),
-                    "reset must keep every chunk"
+                    after.chunks,
+                    before.chunks.min(1),
+                    "{before:?} -> {after:?}"
+                );
+                assert_eq!(after.large_blocks, 0, "{after:?}");
+                assert!(
+                    after.allocated_bytes_including_metadata
+                        <= before.allocated_bytes_including_metadata,
+                    "reset took memory: {before:?} -> {after:?}"
                 );
                 st.check_stats(arena.as_arena_ref());
             }

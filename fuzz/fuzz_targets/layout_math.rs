@@ -117,9 +117,15 @@ fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Optio
     })
 }
 
+/// `with_capacity`'s chunk: the capacity, the header and malloc's overhead, rounded up to a
+/// power of two up to a page (4 KiB) and to whole pages above.
 fn capacity_model(capacity: u128) -> Option<(u128, u128)> {
     let required = capacity + f::HEADER_SIZE as u128 + MALLOC_OVERHEAD;
-    let nominal = next_pow2(required.max(f::FIRST_CHUNK_SIZE as u128));
+    let nominal = if required <= 4096 {
+        next_pow2(required.max(f::FIRST_CHUNK_SIZE as u128))
+    } else {
+        required.next_multiple_of(4096)
+    };
     if required > USIZE_MAX || nominal > USIZE_MAX {
         return None;
     }
@@ -211,6 +217,14 @@ fn check_chunks(input: &Input) {
     );
     if let Some((block, _)) = got {
         assert!(block - f::HEADER_SIZE as u128 >= capacity as u128);
+        // At most a page more than asked (beyond the first chunk's size).
+        assert!(
+            block
+                <= (capacity as u128).max(f::FIRST_CHUNK_SIZE as u128)
+                    + f::HEADER_SIZE as u128
+                    + 4096,
+            "chunk_size_for_capacity({capacity}) = {block}"
+        );
     }
 }
 

@@ -41,7 +41,7 @@ use arena_pool::{ArenaStats, LocalArena, SyncArena, SyncPool};
 use arena_pool_fuzz::nested::{self, Armed, Plan, Settled};
 use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
 use arena_pool_fuzz::{
-    BACKING_CAP, Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op,
+    BACKING_CAP, Backing, GROW_MAX, Model, Size, align_from, alloc_op, dealloc_op, grow_op,
     ignore_injected_panics, layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
@@ -164,13 +164,18 @@ struct ArenaState<'b> {
 impl ArenaState<'_> {
     fn check_stats(&self, arena: &SyncArena<&Backing>, handles: &Handles<'_, '_>) {
         let s = arena.stats();
-        assert_eq!(s.chunks, self.backing.live_blocks(), "{s:?}");
+        // The backing allocator holds the chunks and the large blocks (the handles' too).
+        assert_eq!(
+            s.chunks + s.large_blocks,
+            self.backing.live_blocks(),
+            "{s:?}"
+        );
         assert_eq!(
             s.allocated_bytes_including_metadata,
             self.backing.live_bytes(),
             "{s:?}"
         );
-        if s.chunks == 0 {
+        if s.chunks + s.large_blocks == 0 {
             assert_eq!(s.allocated_bytes, 0, "{s:?}");
             assert_eq!(s.used_bytes, 0, "{s:?}");
         } else {
@@ -206,7 +211,12 @@ impl ArenaState<'_> {
                 "handle {k}: {hs:?}"
             );
             assert_eq!(hs.allocation_limit, None, "handle {k}: {hs:?}");
-            inside += hs.allocated_bytes_including_metadata;
+            // A handle's pieces count in full in the shared arena's `used_bytes`; its large
+            // blocks count by their data, without the header (and padding to the block's
+            // alignment, at most 4 KiB here) in front of it.
+            inside += hs
+                .allocated_bytes_including_metadata
+                .saturating_sub(4096 * hs.large_blocks);
         }
         assert!(
             inside <= s.used_bytes,
@@ -367,10 +377,13 @@ impl ArenaState<'_> {
             && ok
             && nested.is_none()
         {
-            // One bump: the size plus the padding, less than the alignment.
+            // One bump: the size plus the padding, less than the alignment; or a large block,
+            // exactly its size.
             let l = layout(size.bytes(MAX_SIZE), align_from(align));
             let grew = arena.stats().used_bytes - before.used_bytes;
-            if l.size() == 0 {
+            if arena.stats().large_blocks > before.large_blocks {
+                assert_eq!(grew, l.size(), "a large block of {l:?}");
+            } else if l.size() == 0 {
                 assert_eq!(grew, 0, "an empty block took room");
             } else {
                 assert!(
@@ -438,7 +451,7 @@ impl ArenaState<'_> {
                 let new = if by.is_huge() {
                     by.bytes(MAX_SIZE).max(old)
                 } else {
-                    (old + by.bytes(MAX_SIZE)).min(MAX_SIZE).max(old)
+                    (old + by.bytes(MAX_SIZE)).min(GROW_MAX).max(old)
                 };
                 let new = layout(new, align_from(align));
                 let r = match b.tag {
@@ -605,10 +618,17 @@ fn run(
                 st.just_reset = true;
                 let after = arena.stats();
                 assert_eq!(after.used_bytes, 0, "{after:?}");
+                // Reset keeps one chunk and frees every large block.
                 assert_eq!(
-                    (after.chunks, after.allocated_bytes),
-                    (before.chunks, before.allocated_bytes),
-                    "reset must keep every chunk"
+                    after.chunks,
+                    before.chunks.min(1),
+                    "{before:?} -> {after:?}"
+                );
+                assert_eq!(after.large_blocks, 0, "{after:?}");
+                assert!(
+                    after.allocated_bytes_including_metadata
+                        <= before.allocated_bytes_including_metadata,
+                    "reset took memory: {before:?} -> {after:?}"
                 );
             }
             Op::Trim => {
