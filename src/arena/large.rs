@@ -57,10 +57,14 @@ struct LargeHeader {
 
 /// The layout of the whole block for data of `data`'s layout, and the offset of the data; `None`
 /// when it overflows.
+/// The block's size is rounded up to a multiple of 16, as a chunk's is (what a typical `malloc`
+/// hands out anyway), so the data may hold up to 15 bytes more than asked.
 pub(crate) fn block_layout(data: Layout) -> Option<(Layout, usize)> {
     let align = data.align().max(BLOCK_ALIGN);
     let offset = offset_for(align);
-    let size = offset.checked_add(data.size())?;
+    let size = offset
+        .checked_add(data.size())?
+        .checked_next_multiple_of(BLOCK_ALIGN)?;
     Some((Layout::from_size_align(size, align).ok()?, offset))
 }
 
@@ -332,12 +336,12 @@ mod tests {
     #[test]
     fn block_layouts_hold_the_header_and_keep_the_data_aligned() {
         for align in [1, 8, 16, 32, 64, 4096] {
-            let data = Layout::from_size_align(LARGE_THRESHOLD, align).unwrap();
+            let data = Layout::from_size_align(LARGE_THRESHOLD + 3, align).unwrap();
             let (block, offset) = block_layout(data).unwrap();
             assert!(offset >= size_of::<LargeHeader>());
             assert_eq!(offset % align, 0);
             assert_eq!(block.align(), align.max(BLOCK_ALIGN));
-            assert_eq!(block.size(), offset + data.size());
+            assert_eq!(block.size(), (offset + data.size()).next_multiple_of(16));
         }
         let huge = Layout::from_size_align(isize::MAX as usize - 15, 16).unwrap();
         assert!(block_layout(huge).is_none());
