@@ -1082,20 +1082,48 @@ impl RawArena {
 
     /// Forgets every block, frees the large ones, and keeps one chunk: the largest, unless
     /// retention replaces it (see [`retention`](super::retention)); every other chunk goes back
-    /// to `src`. A loop that has settled keeps the same single chunk and makes no call.
+    /// to `src`. A loop that has settled keeps the same single chunk and makes no call: that is
+    /// the short path here, the rest is [`reset_slow`](Self::reset_slow).
     ///
     /// # Safety
     /// No block of this arena is used again, and `src` is the arena's source.
+    #[inline]
     pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
         let now = self.in_use().max(self.cycle_peak.replace(0));
-        // SAFETY: forwarded from the caller.
-        unsafe { self.release_large_since(0, src) };
+        if self.large.count() != 0 {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.release_large_since(0, src) };
+        }
         let Some(head) = self.head.get() else {
             return;
         };
         let mut recent = self.recent.get();
         let need = recent.record(now);
         self.recent.set(recent);
+        if head.next() == head
+            && decide(head.capacity(), now, need, self.reserved.get())
+                == (Decision::Keep { plan: 0 })
+        {
+            self.used_before.set(0);
+            self.set_current(head);
+            self.poison_ring(head);
+            return;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.reset_slow(now, need, src) }
+    }
+
+    /// The rest of [`reset`](Self::reset): several chunks, or a decision other than keeping the
+    /// only one as it is.
+    ///
+    /// # Safety
+    /// As for `reset`; the arena holds a chunk.
+    #[cold]
+    #[inline(never)]
+    unsafe fn reset_slow<S: ChunkSource + ?Sized>(&self, now: usize, need: usize, src: &S) {
+        let Some(head) = self.head.get() else {
+            return;
+        };
         // The largest chunk, the first of the ring on a tie.
         let mut keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
         let plan = match decide(keep.capacity(), now, need, self.reserved.get()) {
@@ -1128,6 +1156,7 @@ impl RawArena {
     }
 
     /// Bytes the cycle has in use: bump bytes and large blocks' (see `retention`).
+    #[inline]
     fn in_use(&self) -> usize {
         self.bump_used() + self.large.data_bytes()
     }
@@ -1141,6 +1170,7 @@ impl RawArena {
     }
 
     /// Bump bytes in use: [`used_bytes`](Self::used_bytes) without the large blocks.
+    #[inline]
     fn bump_used(&self) -> usize {
         match self.chunk.get() {
             Some(c) => {

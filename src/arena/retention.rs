@@ -43,9 +43,9 @@ impl Recent {
     /// Records a finished cycle's need; returns the largest need of the window.
     #[inline]
     pub(crate) fn record(&mut self, need: usize) -> usize {
-        self.0.copy_within(0..WINDOW - 1, 1);
-        self.0[0] = need;
-        self.0.iter().copied().fold(0, usize::max)
+        let [a, b, c, _] = self.0;
+        self.0 = [need, a, b, c];
+        need.max(a).max(b.max(c))
     }
 }
 
@@ -60,7 +60,7 @@ pub(crate) enum Decision {
 
 /// The rule of the module documentation, for a largest chunk of `capacity` usable bytes, a cycle
 /// that needed `now`, the window's largest need `need`, and a `with_capacity` reservation.
-#[inline]
+#[inline(always)]
 pub(crate) fn decide(capacity: usize, now: usize, need: usize, reserved: usize) -> Decision {
     let keep_at_most = need
         .saturating_add(need / 2)
