@@ -212,11 +212,8 @@ impl ArenaState<'_> {
             );
             assert_eq!(hs.allocation_limit, None, "handle {k}: {hs:?}");
             // A handle's pieces count in full in the shared arena's `used_bytes`; its large
-            // blocks count by their data, without the header (and padding to the block's
-            // alignment, at most 4 KiB here) in front of it.
-            inside += hs
-                .allocated_bytes_including_metadata
-                .saturating_sub(4096 * hs.large_blocks);
+            // blocks, outside the chunks, do not.
+            inside += hs.allocated_bytes_including_metadata - hs.large_bytes;
         }
         assert!(
             inside <= s.used_bytes,
@@ -382,11 +379,12 @@ impl ArenaState<'_> {
             let l = layout(size.bytes(MAX_SIZE), align_from(align));
             let grew = arena.stats().used_bytes - before.used_bytes;
             if arena.stats().large_blocks > before.large_blocks {
-                // Its size, rounded up to 16 as the block is.
-                assert!(
-                    grew >= l.size() && grew < l.size() + 16,
+                // A large block, outside the chunks: counted apart, in `large_bytes`.
+                assert_eq!(
+                    grew, 0,
                     "used_bytes grew by {grew} for a large block of {l:?}"
                 );
+                assert!(arena.stats().large_bytes >= before.large_bytes + l.size());
             } else if l.size() == 0 {
                 assert_eq!(grew, 0, "an empty block took room");
             } else {

@@ -1233,7 +1233,7 @@ impl RawArena {
 
     /// Bytes handed out, alignment padding included, up to the current position.
     pub(crate) fn used_bytes(&self) -> usize {
-        self.bump_used() + self.large.data_bytes()
+        self.bump_used()
     }
 
     /// Usable bytes of all held chunks and large blocks.
@@ -1249,6 +1249,11 @@ impl RawArena {
     /// Large blocks held.
     pub(crate) fn large_count(&self) -> usize {
         self.large.count()
+    }
+
+    /// Bytes of the large blocks held, headers included.
+    pub(crate) fn large_bytes(&self) -> usize {
+        self.large.bytes()
     }
 
     /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped).

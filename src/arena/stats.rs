@@ -19,8 +19,12 @@ pub struct ArenaStats {
     /// Large blocks held: blocks of at least 64 KiB that did not fit the current chunk, each
     /// taken from the backing allocator on its own (and given back as soon as it is freed).
     pub large_blocks: usize,
-    /// Bytes handed out up to the current position, alignment padding included: what
-    /// [`used_bytes`](crate::Arena::used_bytes) returns.
+    /// Bytes of the large blocks held, headers included (they count in
+    /// `allocated_bytes_including_metadata` and the allocation limit, not in `used_bytes`).
+    pub large_bytes: usize,
+    /// Bytes handed out from the chunks up to the current position, alignment padding
+    /// included: what [`used_bytes`](crate::Arena::used_bytes) returns. Large blocks are
+    /// counted apart (`large_bytes`).
     pub used_bytes: usize,
     /// Usable bytes of every held chunk and large block (headers excluded).
     pub allocated_bytes: usize,
@@ -37,9 +41,11 @@ pub struct ArenaStats {
 macro_rules! stats_api {
     (impl[$($generics:tt)*] $ty:ty) => {
         impl<$($generics)*> $ty {
-            /// Bytes handed out up to the current position, alignment padding included. It goes
-            /// back down exactly when the last block is freed or shrunk, when a scope ends and on
-            /// reset; bytes of blocks that were not last when freed stay counted until then.
+            /// Bytes handed out from the chunks up to the current position, alignment padding
+            /// included. It goes back down exactly when the last block is freed or shrunk, when a
+            /// scope ends and on reset; bytes of blocks that were not last when freed stay
+            /// counted until then. Large blocks (of 64 KiB or more, outside the chunks) are not
+            /// counted here: see [`stats`](Self::stats)`().large_bytes`.
             #[inline]
             pub fn used_bytes(&self) -> usize {
                 self.raw().used_bytes()
@@ -78,6 +84,7 @@ macro_rules! stats_api {
                 $crate::ArenaStats {
                     chunks: raw.chunk_count(),
                     large_blocks: raw.large_count(),
+                    large_bytes: raw.large_bytes(),
                     used_bytes: raw.used_bytes(),
                     allocated_bytes: raw.allocated_bytes(),
                     allocated_bytes_including_metadata: raw.allocated_bytes_including_metadata(),

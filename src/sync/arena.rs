@@ -463,7 +463,8 @@ impl<A: Allocator> SyncArena<A> {
         ArenaStats {
             chunks: chunks.count,
             large_blocks: chunks.large_count,
-            used_bytes: used_bytes + chunks.large_data,
+            large_bytes: chunks.large_bytes,
+            used_bytes,
             allocated_bytes: chunks.held - chunks.count * DATA_OFFSET + chunks.large_data,
             allocated_bytes_including_metadata: chunks.held + chunks.large_bytes,
             chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
