@@ -195,7 +195,7 @@ impl ArenaState<'_> {
             );
         }
         // Shared blocks, the blocks of dropped handles and the live handles' pieces are disjoint
-        // parts of what the chunks handed out.
+        // parts of what the chunks handed out, and of the large blocks.
         let mut inside = self.model.bytes_tagged(SHARED) + self.model.bytes_tagged(ORPHAN);
         for (k, h) in handles.iter().enumerate() {
             let Some(h) = h else { continue };
@@ -215,8 +215,10 @@ impl ArenaState<'_> {
             // blocks, outside the chunks, do not.
             inside += hs.allocated_bytes_including_metadata - hs.large_bytes;
         }
+        // The shared and orphaned blocks the model holds may be large blocks, outside the
+        // chunks: they count in `large_bytes`.
         assert!(
-            inside <= s.used_bytes,
+            inside <= s.used_bytes + s.large_bytes,
             "blocks and pieces of {inside} bytes, but {s:?}"
         );
     }
