@@ -73,9 +73,12 @@ pub(crate) fn data_size(block: Layout) -> usize {
     block.size() - offset_for(block.align())
 }
 
-/// Where the data of a block aligned to `align` starts.
+/// Where the data of a block aligned to `align` (a power of two) starts: the header, rounded up
+/// to the alignment. Written with a mask (no panicking path for an alignment read back from a
+/// header, which the optimizer cannot see is non-zero).
 fn offset_for(align: usize) -> usize {
-    size_of::<LargeHeader>().next_multiple_of(align)
+    let mask = align.wrapping_sub(1);
+    (size_of::<LargeHeader>() + mask) & !mask
 }
 
 /// A large block, seen through its header (a copyable handle; the list owns the memory).
