@@ -320,7 +320,7 @@ fn assert_filled(block: Span, fill: u8) {
 /// An arena on a backing allocator that allocates in it: a nested request the current chunk
 /// holds is served; one that needs a chunk is refused (`Err` from the fallible API); none of it
 /// disturbs the outer call.
-fn arena_with_reentrant_backing(nested_len: usize) -> (Vec<u64>, Option<Span>) {
+fn arena_with_reentrant_backing(nested_len: usize) -> (std::vec::Vec<u64>, Option<Span>) {
     let arena = Rc::new(Arena::new_in(Hooked::default()));
     let mut v: Vec<u64, &Arena<Hooked>> = Vec::with_capacity_in(32, &*arena);
     v.extend(0..32);
@@ -353,7 +353,7 @@ fn arena_with_reentrant_backing(nested_len: usize) -> (Vec<u64>, Option<Span>) {
         arena.allocator().held_bytes()
     );
     assert_eq!(s.chunks, arena.allocator().held_blocks());
-    let values = v.iter().copied().collect();
+    let values = v.to_vec();
     drop(v);
     (values, block)
 }
