@@ -298,4 +298,62 @@ mod tests {
         // SAFETY: the table came from `Global`.
         unsafe { map.release(&Global) };
     }
+
+    /// An allocator that, inside its first `allocate` calls, registers granules in the map the
+    /// table being grown belongs to (a pool's backing allocator that uses the pool): every
+    /// entry, the nested ones too, is found afterwards, and the count stays exact (before the
+    /// fix the outer insert overwrote the nested one's count).
+    #[test]
+    fn nested_inserts_while_the_table_grows_keep_every_entry() {
+        use core::cell::Cell;
+        struct Nesting<'m> {
+            map: &'m AddressMap,
+            nested: Cell<usize>,
+        }
+        // SAFETY: forwards to `Global`; the nested insert touches only the map.
+        unsafe impl Allocator for Nesting<'_> {
+            fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+                let k = self.nested.get();
+                if k < 3 {
+                    self.nested.set(k + 1);
+                    let base = NonNull::<u8>::dangling()
+                        .with_addr(core::num::NonZeroUsize::new((5000 + 16 * k) << 12).unwrap());
+                    self.map.insert(base, 8, self).unwrap();
+                }
+                Global.allocate(layout)
+            }
+            unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+                // SAFETY: forwarded from the caller.
+                unsafe { Global.deallocate(ptr, layout) }
+            }
+        }
+        let map = AddressMap::new(12);
+        let alloc = Nesting {
+            map: &map,
+            nested: Cell::new(0),
+        };
+        let base = |g: usize| {
+            NonNull::<u8>::dangling().with_addr(core::num::NonZeroUsize::new(g << 12).unwrap())
+        };
+        for g in 0..20 {
+            map.insert(base(10 * g + 1), 5, &alloc).unwrap();
+        }
+        assert_eq!(map.len.get(), 20 * 5 + 3 * 8);
+        for g in 0..20 {
+            for k in 0..5 {
+                assert_eq!(map.get((10 * g + 1 + k) << 12), Some(base(10 * g + 1)));
+            }
+        }
+        for k in 0..3 {
+            for j in 0..8 {
+                assert_eq!(
+                    map.get((5000 + 16 * k + j) << 12),
+                    Some(base(5000 + 16 * k))
+                );
+            }
+        }
+        assert!(map.len.get() * 2 <= map.cap.get());
+        // SAFETY: the table came from `Global` (through `Nesting`).
+        unsafe { map.release(&Global) };
+    }
 }
