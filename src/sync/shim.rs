@@ -46,7 +46,7 @@ impl<T> Mutex<T> {
 /// panicking. A nested lock of the same thread gives the same shared access without locking.
 pub(crate) struct ReentrantLock<T> {
     lock: Mutex<()>,
-    /// [`owner_id`] of the thread holding `lock`, 0 when none does (or it has no id). Only the holder stores its
+    /// [`Me::owner`] of the thread holding `lock`, 0 when none does (or it has no id). Only the holder stores its
     /// own id, so a thread reads its own id exactly while it holds the lock (a thread's later
     /// reads never see an older value of its own writes).
     owner: AtomicUsize,
@@ -66,19 +66,11 @@ impl<T> ReentrantLock<T> {
         }
     }
 
-    /// Shared access to the data, locking unless this thread holds the lock already.
+    /// Shared access to the data for the calling thread `me`, locking unless it holds the lock
+    /// already.
     #[inline]
-    pub(crate) fn lock(&self) -> ReentrantGuard<'_, T> {
-        // A thread that cannot be told apart locks without a record (0 matches no thread), so
-        // re-entering would block; `thread_number` has no destructor, so this does not happen.
-        // Under loom the record is left out: loom 0.7 trips an internal assertion on the owner
-        // field's loads (tokio-rs/loom#252); the models do not re-enter, and the re-entrance
-        // tests and ThreadSanitizer cover the record in the normal build.
-        let me = if cfg!(loom) {
-            0
-        } else {
-            owner_id().unwrap_or(0)
-        };
+    pub(crate) fn lock(&self, me: Me) -> ReentrantGuard<'_, T> {
+        let me = me.owner();
         // Relaxed: only this thread ever stores `me` (see `owner`).
         if me != 0 && self.owner.load(Ordering::Relaxed) == me {
             return ReentrantGuard {
@@ -127,19 +119,38 @@ impl<T> Drop for ReentrantGuard<'_, T> {
     }
 }
 
-/// A number unique to the calling thread (never 0): which thread holds a [`ReentrantLock`];
-/// `None` when the thread cannot be told apart (see [`thread_number`]).
-#[inline]
-fn owner_id() -> Option<usize> {
-    thread_number().map(|n| n + 1)
-}
+/// The calling thread, as the thread-safe types need it: which shard of a `SyncPool` it uses,
+/// and who holds a [`ReentrantLock`]. Read once per operation (a thread-local lookup).
+#[derive(Clone, Copy)]
+pub(crate) struct Me(Option<usize>);
 
-/// A number that differs between threads, stable for each thread: which shard of a `SyncPool` a
-/// thread uses.
-#[inline]
-pub(crate) fn thread_hint() -> usize {
-    // During thread-local destruction: any shard is correct.
-    thread_number().unwrap_or(0)
+impl Me {
+    #[inline]
+    pub(crate) fn get() -> Me {
+        Me(thread_number())
+    }
+
+    /// A number that differs between threads, stable for each thread: a shard hint (any shard
+    /// is correct for a thread that cannot be told apart).
+    #[inline]
+    pub(crate) fn hint(self) -> usize {
+        self.0.unwrap_or(0)
+    }
+
+    /// The thread's id as a lock owner, unique among threads and never 0; 0 when the thread
+    /// cannot be told apart, which then locks without a record, so re-entering would block
+    /// (`thread_number` has no destructor, so this does not happen). Under loom the record is
+    /// left out: loom 0.7 trips an internal assertion on the owner field's loads
+    /// (tokio-rs/loom#252); the models do not re-enter, and the re-entrance tests and
+    /// ThreadSanitizer cover the record in the normal build.
+    #[inline]
+    fn owner(self) -> usize {
+        if cfg!(loom) {
+            0
+        } else {
+            self.0.map_or(0, |n| n + 1)
+        }
+    }
 }
 
 /// The calling thread's number, unique among all threads (numbered in the order they first ask,
