@@ -118,11 +118,12 @@ fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Optio
 }
 
 /// `with_capacity`'s chunk: the capacity, the header and malloc's overhead, rounded up to a
-/// power of two up to a page (4 KiB) and to whole pages above.
+/// multiple of the first chunk's size (512) up to a page (4 KiB) and to whole pages above.
 fn capacity_model(capacity: u128) -> Option<(u128, u128)> {
     let required = capacity + f::HEADER_SIZE as u128 + MALLOC_OVERHEAD;
+    let first = f::FIRST_CHUNK_SIZE as u128;
     let nominal = if required <= 4096 {
-        next_pow2(required.max(f::FIRST_CHUNK_SIZE as u128))
+        required.max(first).next_multiple_of(first)
     } else {
         required.next_multiple_of(4096)
     };

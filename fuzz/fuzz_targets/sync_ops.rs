@@ -630,11 +630,9 @@ fn run(
                     "{before:?} -> {after:?}"
                 );
                 assert_eq!(after.large_blocks, 0, "{after:?}");
-                assert!(
-                    after.allocated_bytes_including_metadata
-                        <= before.allocated_bytes_including_metadata,
-                    "reset took memory: {before:?} -> {after:?}"
-                );
+                // (The chunk kept may be one renewed for the cycle's need, large blocks included:
+                // larger than what is held at the reset when the cycle freed a large block. The
+                // limit bounds it, which `check_stats` checks.)
             }
             Op::Trim => {
                 arena.trim();

@@ -1125,34 +1125,44 @@ impl RawArena {
             return;
         };
         // The largest chunk, the first of the ring on a tie.
-        let mut keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
-        let plan = match decide(keep.capacity(), now, need, self.reserved.get()) {
-            Decision::Keep { plan } => plan,
-            Decision::Replace { capacity } => {
-                // The oversized chunk goes only once its replacement is taken: should the
-                // backing allocator or the limit refuse it, the arena keeps what it has.
+        let keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
+        match decide(keep.capacity(), now, need, self.reserved.get()) {
+            Decision::Keep { plan } => {
+                for x in chunks_until(keep.next(), keep) {
+                    x.unlink();
+                    // SAFETY: no block is used again (the caller), and every chunk came from
+                    // `src`.
+                    unsafe { self.release(x, src) };
+                }
+                self.plan.set(plan);
+                self.head.set(Some(keep));
+                // Growth starts again from the chunk kept: a cycle that outgrows it takes about
+                // twice.
+                self.growth.set(keep.size());
+                self.used_before.set(0);
+                self.set_current(keep);
+                self.poison_ring(keep);
+            }
+            Decision::Renew { capacity } => {
+                // Every chunk goes back first, so that the arena never holds both.
+                // SAFETY: as above.
+                unsafe { self.release_all(src) };
+                let none = NonNull::dangling();
+                self.ptr.set(none);
+                self.end.set(none);
+                self.used_before.set(0);
+                self.growth.set(0);
+                self.plan.set(0);
+                // Should the backing allocator or the limit refuse the chunk, the arena holds
+                // none, as a new one, and takes chunks again as it allocates.
                 if let Some(c) = chunk_size_for_capacity(capacity)
                     .filter(|&(size, _)| self.check_limit(size).is_ok())
                     .and_then(|(size, nominal)| self.take_block(size, nominal, src).ok())
                 {
-                    keep.insert_after(c);
-                    keep = c;
+                    self.set_current(c);
                 }
-                0
             }
-        };
-        for x in chunks_until(keep.next(), keep) {
-            x.unlink();
-            // SAFETY: no block is used again (the caller), and every chunk came from `src`.
-            unsafe { self.release(x, src) };
         }
-        self.plan.set(plan);
-        self.head.set(Some(keep));
-        // Growth starts again from the chunk kept: a cycle that outgrows it takes about twice.
-        self.growth.set(keep.size());
-        self.used_before.set(0);
-        self.set_current(keep);
-        self.poison_ring(keep);
     }
 
     /// Bytes the cycle has in use: bump bytes and large blocks' (see `retention`).

@@ -291,16 +291,18 @@ pub(crate) fn regular_nominal(growth: usize) -> usize {
 /// What a typical `malloc` hands out without rounding above a page: blocks of whole pages.
 const PAGE: usize = 4096;
 
-/// The block size for a chunk that gives at least `capacity` usable bytes, rounded up only as far
-/// as a typical `malloc` would anyway (a power of two up to a page, whole pages above, so at most
-/// a page more than asked), with its nominal size; `None` on overflow. For `with_capacity`, and
-/// for the chunks retention plans.
+/// The block size for a chunk that gives at least `capacity` usable bytes, rounded up only a
+/// little (to 512 bytes up to a page, to whole pages above: at most a page more than asked, and
+/// at most an eighth for more than 4 KiB), with its nominal size; `None` on overflow. For
+/// `with_capacity`, and for the chunks retention plans.
 pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)> {
     let required = capacity
         .checked_add(HEADER_SIZE)?
         .checked_add(MALLOC_OVERHEAD)?;
     let nominal = if required <= PAGE {
-        required.max(FIRST_CHUNK_SIZE).next_power_of_two()
+        required
+            .max(FIRST_CHUNK_SIZE)
+            .next_multiple_of(FIRST_CHUNK_SIZE)
     } else {
         required.checked_next_multiple_of(PAGE)?
     };
@@ -379,10 +381,8 @@ mod tests {
                 "{capacity}"
             );
             assert_eq!(nominal, size + MALLOC_OVERHEAD);
-            assert!(
-                nominal.is_power_of_two() || nominal % PAGE == 0,
-                "{capacity}"
-            );
+            assert!(nominal % FIRST_CHUNK_SIZE == 0, "{capacity}");
+            assert!(nominal <= PAGE || nominal % PAGE == 0, "{capacity}");
         }
     }
 

@@ -14,12 +14,15 @@
 //!   [`WINDOW`] cycles, and more than that need plus twice the large-block threshold (the slack
 //!   covers blocks below the threshold freed by a roll-back before the reset, which no slow point
 //!   sees), and more than a `with_capacity` reservation;
-//! - an **oversized** chunk is replaced at once by one of that need and a sixteenth, rounded up
-//!   to whole pages (the reset makes the call, so the cycles after it make none), unless the
-//!   backing allocator or the limit refuses it, and then it stays;
-//! - when the cycle needed more than the kept chunk holds, the next chunk the arena takes is
-//!   **planned** the same way (even for a request that would otherwise be a large block), so
-//!   that the cycle after next fits in one chunk.
+//! - an **oversized** chunk is **renewed**: every chunk goes back, then the reset takes one of
+//!   that need and a sixteenth, rounded up to whole pages (the reset makes the call, so the
+//!   cycles after it make none; should the backing allocator or the limit refuse it, the arena
+//!   holds no chunk until the next allocation);
+//! - when the cycle needed more than the largest chunk holds but at most twice that (a fresh
+//!   arena's first cycles, whose chunks double), the chunks are renewed the same way into one;
+//! - when it needed more than twice that, the largest is kept and the next chunk the arena takes
+//!   is **planned** for the need (even for a request that would otherwise be a large block), so
+//!   that a cycle that needs it again fits in one chunk, and a single spike costs nothing.
 //!
 //! So a steady loop settles in one chunk within three cycles and makes no backing call after
 //! that, holding at most 1.5x a cycle's bytes plus a chunk header (or the slack above, for cycles
@@ -54,8 +57,8 @@ impl Recent {
 pub(crate) enum Decision {
     /// Keep it; the next new chunk gets this many usable bytes (0: sized as usual).
     Keep { plan: usize },
-    /// Replace it by a chunk of this many usable bytes.
-    Replace { capacity: usize },
+    /// Give every chunk back, then take one of this many usable bytes.
+    Renew { capacity: usize },
 }
 
 /// The rule of the module documentation, for a largest chunk of `capacity` usable bytes, a cycle
@@ -67,10 +70,17 @@ pub(crate) fn decide(capacity: usize, now: usize, need: usize, reserved: usize) 
         .max(need.saturating_add(2 * LARGE_THRESHOLD))
         .max(reserved);
     if capacity > keep_at_most {
-        Decision::Replace {
+        Decision::Renew {
             capacity: planned(need).max(reserved),
         }
+    } else if now > capacity && now / 2 <= capacity {
+        // A fresh arena's first cycles, whose chunks double: all of them hold about twice the
+        // largest, so one chunk for the whole cycle, taken now, holds no more than they did.
+        Decision::Renew {
+            capacity: planned(need),
+        }
     } else if now > capacity {
+        // Far more than the largest chunk: taken only if a cycle needs it again.
         Decision::Keep {
             plan: planned(need),
         }
@@ -115,23 +125,28 @@ mod tests {
             decide(1_500_000, 1_000_000, 1_000_000, 0),
             Decision::Keep { plan: 0 }
         );
-        // Oversized: replaced by the window's need and a sixteenth, or the reservation.
+        // Oversized: renewed for the window's need and a sixteenth, or the reservation.
         assert_eq!(
             decide(16 << 20, 64_000, 64_000, 0),
-            Decision::Replace { capacity: 68_000 }
+            Decision::Renew { capacity: 68_000 }
         );
         assert_eq!(
             decide(16 << 20, 64_000, 64_000, 1 << 20),
-            Decision::Replace { capacity: 1 << 20 }
+            Decision::Renew { capacity: 1 << 20 }
         );
         assert_eq!(
             decide(16 << 20, 64_000, 64_000, 16 << 20),
             Decision::Keep { plan: 0 }
         );
-        // The cycle outgrew the chunk: the next chunk is planned.
+        // The cycle outgrew the chunk, by at most twice: renewed now.
         assert_eq!(
             decide(32_000, 40_000, 48_000, 0),
-            Decision::Keep { plan: 51_000 }
+            Decision::Renew { capacity: 51_000 }
+        );
+        // By more: the next chunk is planned.
+        assert_eq!(
+            decide(32_000, 80_000, 80_000, 0),
+            Decision::Keep { plan: 85_000 }
         );
     }
 }

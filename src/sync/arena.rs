@@ -387,39 +387,25 @@ impl<A: Allocator> SyncArena<A> {
             }
             spare = c.next();
         }
-        let Some(mut keep) = largest else {
+        let Some(keep) = largest else {
             self.current.store(ptr::null_mut(), Ordering::Relaxed);
             return;
         };
         chunks.spares = unlink(chunks.spares, keep);
         chunks.plan = 0;
-        match decide(keep.capacity(), now, need, chunks.reserved) {
-            Decision::Keep { plan } => chunks.plan = plan,
-            Decision::Replace { capacity } => {
-                // The oversized chunk goes only once its replacement is taken; should the
-                // backing allocator or the limit refuse it, the arena keeps what it has.
-                let within_limit = |size: usize| {
-                    chunks
-                        .limit
-                        .is_none_or(|l| size <= l.saturating_sub(chunks.held + chunks.large_bytes))
-                };
-                if let Some((size, nominal)) = capacity
-                    .checked_add(EXTRA_HEADER)
-                    .and_then(chunk_size_for_capacity)
-                    .filter(|&(size, _)| within_limit(size))
-                {
-                    if let Ok(c) = self.take_block(size) {
-                        let chunks = self.chunks.get_mut();
-                        chunks.record(size, nominal);
-                        keep.set_next(chunks.spares);
-                        chunks.spares = Some(keep);
-                        keep = c;
-                    }
-                }
+        let renew = match decide(keep.capacity(), now, need, chunks.reserved) {
+            Decision::Keep { plan } => {
+                chunks.plan = plan;
+                None
             }
-        }
-        let chunks = self.chunks.get_mut();
-        // Every other chunk goes back.
+            Decision::Renew { capacity } => {
+                // Every chunk goes back first (below), so that the arena never holds both.
+                keep.set_next(chunks.spares);
+                chunks.spares = Some(keep);
+                Some(capacity)
+            }
+        };
+        // Every spare goes back.
         let mut spare = chunks.spares.take();
         while let Some(c) = spare {
             spare = c.next();
@@ -428,11 +414,35 @@ impl<A: Allocator> SyncArena<A> {
             // SAFETY: a spare holds no live block, and `&mut self` proves no thread uses it.
             unsafe { free_chunk(&self.alloc, c) };
         }
-        keep.set_next(None);
-        chunks.used = Some(keep);
+        let keep = match renew {
+            None => Some(keep),
+            // Should the backing allocator or the limit refuse the chunk, the arena holds none,
+            // as a new one, and takes chunks again as it allocates.
+            Some(capacity) => capacity
+                .checked_add(EXTRA_HEADER)
+                .and_then(chunk_size_for_capacity)
+                .filter(|&(size, _)| {
+                    chunks
+                        .limit
+                        .is_none_or(|l| size <= l.saturating_sub(chunks.held + chunks.large_bytes))
+                })
+                .and_then(|(size, nominal)| {
+                    let c = self.take_block(size).ok()?;
+                    self.chunks.get_mut().record(size, nominal);
+                    Some(c)
+                }),
+        };
+        let chunks = self.chunks.get_mut();
         // Growth starts again from the chunk kept: a cycle that outgrows it takes about twice.
-        chunks.growth = keep.header().size;
-        self.current.store(keep.0.as_ptr(), Ordering::Relaxed);
+        chunks.growth = keep.map_or(0, |k| k.header().size);
+        if let Some(k) = keep {
+            k.set_next(None);
+        }
+        chunks.used = keep;
+        self.current.store(
+            keep.map_or(ptr::null_mut(), |k| k.0.as_ptr()),
+            Ordering::Relaxed,
+        );
     }
 
     /// Returns the spare chunks to the backing allocator: those a thread took while another
