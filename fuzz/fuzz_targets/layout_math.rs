@@ -80,9 +80,15 @@ fn min_chunk_model(size: u128, align: u128) -> Option<u128> {
     (own <= USIZE_MAX && valid(own, f::CHUNK_ALIGN as u128)).then_some(own)
 }
 
-/// The next power of two above the sum of the regular chunks so far, within the bounds.
+/// Half the sum of the regular chunks so far, within the bounds, rounded up to 512 bytes up to a
+/// page (4 KiB) and to whole pages above.
 fn regular_nominal_model(growth: u128) -> u128 {
-    next_pow2((growth + 1).clamp(f::FIRST_CHUNK_SIZE as u128, f::MAX_CHUNK_SIZE as u128))
+    let half = (growth / 2).clamp(f::FIRST_CHUNK_SIZE as u128, f::MAX_CHUNK_SIZE as u128);
+    if half <= 4096 {
+        half.next_multiple_of(f::FIRST_CHUNK_SIZE as u128)
+    } else {
+        half.next_multiple_of(4096)
+    }
 }
 
 fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Option<(u128, u128)> {
@@ -118,11 +124,11 @@ fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Optio
 }
 
 /// `with_capacity`'s chunk: the capacity, the header and malloc's overhead, rounded up to a
-/// multiple of the first chunk's size (512) up to a page (4 KiB) and to whole pages above.
+/// multiple of the first chunk's size (512) up to 32 KiB and to whole pages (4 KiB) above.
 fn capacity_model(capacity: u128) -> Option<(u128, u128)> {
     let required = capacity + f::HEADER_SIZE as u128 + MALLOC_OVERHEAD;
     let first = f::FIRST_CHUNK_SIZE as u128;
-    let nominal = if required <= 4096 {
+    let nominal = if required <= 8 * 4096 {
         required.max(first).next_multiple_of(first)
     } else {
         required.next_multiple_of(4096)
@@ -182,14 +188,14 @@ fn check_chunks(input: &Input) {
         regular_nominal_model(g),
         "regular_nominal({growth})"
     );
-    assert!(nominal.is_power_of_two() && nominal <= f::MAX_CHUNK_SIZE as u128);
+    assert!(nominal % f::FIRST_CHUNK_SIZE as u128 == 0 && nominal <= f::MAX_CHUNK_SIZE as u128);
     assert!(
-        nominal >= g.min(f::MAX_CHUNK_SIZE as u128),
-        "chunks grow with the sum taken"
+        nominal >= (g / 2).min(f::MAX_CHUNK_SIZE as u128),
+        "chunks grow with the sum taken: at least half of it, up to the cap"
     );
     assert!(
-        nominal > g || nominal == f::MAX_CHUNK_SIZE as u128,
-        "below the cap, a regular chunk is larger than all earlier ones together"
+        nominal <= (g / 2).max(f::FIRST_CHUNK_SIZE as u128) + 4096,
+        "a regular chunk is at most half the sum taken, rounded up"
     );
 
     let got = widen(f::chunk_size_for(layout, growth, input.slack));

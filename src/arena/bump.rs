@@ -249,7 +249,7 @@ impl RawArena {
         if self.chunk.get().is_none() && self.first_chunk_holds(layout) {
             self.alloc_first(layout, src)
         } else if layout.size() >= LARGE_THRESHOLD && !self.plan_holds(layout) {
-            self.alloc_large(layout, slack, src)
+            self.alloc_large(layout, src)
         } else {
             self.refill(layout, slack, src)
         }
@@ -264,23 +264,10 @@ impl RawArena {
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         let current = self.chunk.get();
-        // A new chunk first when the first chunk overflows and no spare is as large
-        // ([`grows_past_first`](Self::grows_past_first)); should that fail, a spare may still
-        // serve, and the failure is reported only when none does.
-        let mut failure = None;
         if let Some(cur) = current {
-            if self.grows_past_first(cur, layout, slack) {
-                match self.take_chunk(layout, slack, src) {
-                    Ok(c) => {
-                        cur.insert_after(c);
-                        return self.enter_chunk(c, layout);
-                    }
-                    Err(e) => failure = Some(e),
-                }
-            }
-            // Reuse the first spare that fits. The walk visits each spare once, so it
-            // terminates; spares too small for this request stay where they are for later,
-            // smaller ones.
+            // Reuse the first spare that fits (spares are the chunks a finished scope took).
+            // The walk visits each spare once, so it terminates; spares too small for this
+            // request stay where they are for later, smaller ones.
             if let Some(c) = self.spares(cur).find(|c| c.fits(layout)) {
                 if cur.next() != c {
                     c.unlink();
@@ -288,9 +275,6 @@ impl RawArena {
                 }
                 return self.enter_chunk(c, layout);
             }
-        }
-        if let Some(e) = failure {
-            return Err(e);
         }
         let c = self.take_chunk(layout, slack, src)?;
         if let Some(cur) = current {
@@ -329,37 +313,6 @@ impl RawArena {
         // The chunk's data starts CHUNK_ALIGN-aligned with FIRST_CHUNK_ROOM bytes, so this never
         // fails; the error (rather than a panic) keeps the fallible API free of panicking paths.
         self.bump(layout).ok_or(Failure::CapacityOverflow)
-    }
-
-    /// Whether a request overflowing `cur` should take a new chunk rather than a spare: `cur` is
-    /// the first chunk of the ring (where every `reset` starts, with the largest chunk), no spare
-    /// is as large, and the chunk the request would take is larger than `cur`.
-    ///
-    /// This is what makes a reset loop converge to one chunk (DESIGN §3). After a reset the
-    /// spares are the smaller chunks the last cycle spilled into; reusing them, the loop would
-    /// spill into them again in every cycle. The new chunk is at least the sum of every regular
-    /// chunk so far, so the cycle after next fits in it. The number of such chunks is bounded:
-    /// each is larger than the largest chunk held, and regular chunks stop growing at their cap,
-    /// after which the spares serve. Under an allocation limit the spares come first. Inside a
-    /// scope that spills from the first chunk, the chunk taken is a spare at least as large the
-    /// next time, so it is reused.
-    fn grows_past_first(&self, cur: Chunk, layout: Layout, slack: bool) -> bool {
-        if self.head.get() != Some(cur) {
-            return false;
-        }
-        let Some((size, _)) = chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
-        else {
-            return false;
-        };
-        // Under a limit, a spare is used before any more of the limit is.
-        let within_limit = self
-            .limit
-            .get()
-            .is_none_or(|limit| size <= limit.saturating_sub(self.held_total()));
-        if size <= cur.size() || !within_limit {
-            return false;
-        }
-        self.spares(cur).all(|c| c.size() < cur.size())
     }
 
     /// The spare chunks after `cur`, the current chunk: the ring from `cur`'s successor up to
@@ -817,29 +770,14 @@ impl RawArena {
     }
 
     /// Takes a large block for `layout`, a request of at least the threshold that does not fit
-    /// the current chunk; `slack` (a last block moving out of its chunk as it grows) asks for
-    /// room to double, as a new chunk would give it, so that its next grow needs no backing call
-    /// (later grows go through the backing allocator's `grow` with no slack). Changes nothing
-    /// when it fails (or the backing allocator unwinds).
+    /// the current chunk. Changes nothing when it fails (or the backing allocator unwinds).
     #[inline(never)]
     fn alloc_large<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
-        slack: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
-        let roomy = slack
-            .then(|| layout.size().checked_mul(2))
-            .flatten()
-            .and_then(|size| Layout::from_size_align(size, layout.align()).ok())
-            .and_then(block_layout)
-            .filter(|&(b, _)| self.check_limit(b.size()).is_ok());
-        if let Some((roomy, _)) = roomy {
-            if let Ok(p) = self.take_large(roomy, src) {
-                return Ok(p);
-            }
-        }
         self.check_limit(block.size())?;
         self.take_large(block, src)
     }

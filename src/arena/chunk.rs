@@ -279,27 +279,32 @@ pub(crate) fn min_chunk_size(layout: Layout) -> Option<usize> {
 }
 
 /// The nominal size of the next regular chunk for a growth state (the sum of the regular chunks
-/// so far): the next power of two *above* it, so that each regular chunk is larger than all the
-/// earlier ones together until the cap (what lets a reset loop settle in one chunk).
+/// so far): half of it, rounded up to 512 bytes up to a page and to whole pages above, from
+/// [`FIRST_CHUNK_SIZE`] up to [`MAX_CHUNK_SIZE`]. The chunks together grow by half with each new
+/// one, so a fresh arena holds at most about 1.5x what it handed out (doubling would be 2x);
+/// a reset loop settles in one chunk through retention, which renews the chunks for the cycle's
+/// need (see `retention`).
 pub(crate) fn regular_nominal(growth: usize) -> usize {
-    growth
-        .saturating_add(1)
-        .clamp(FIRST_CHUNK_SIZE, MAX_CHUNK_SIZE)
-        .next_power_of_two()
+    let half = (growth / 2).clamp(FIRST_CHUNK_SIZE, MAX_CHUNK_SIZE);
+    if half <= PAGE {
+        half.next_multiple_of(FIRST_CHUNK_SIZE)
+    } else {
+        half.next_multiple_of(PAGE)
+    }
 }
 
 /// What a typical `malloc` hands out without rounding above a page: blocks of whole pages.
 const PAGE: usize = 4096;
 
 /// The block size for a chunk that gives at least `capacity` usable bytes, rounded up only a
-/// little (to 512 bytes up to a page, to whole pages above: at most a page more than asked, and
-/// at most an eighth for more than 4 KiB), with its nominal size; `None` on overflow. For
-/// `with_capacity`, and for the chunks retention plans.
+/// little (to 512 bytes up to 32 KiB, to whole pages above: at most a page more than asked, and
+/// at most an eighth), with its nominal size; `None` on overflow. For `with_capacity`, and for
+/// the chunks retention plans.
 pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)> {
     let required = capacity
         .checked_add(HEADER_SIZE)?
         .checked_add(MALLOC_OVERHEAD)?;
-    let nominal = if required <= PAGE {
+    let nominal = if required <= 8 * PAGE {
         required
             .max(FIRST_CHUNK_SIZE)
             .next_multiple_of(FIRST_CHUNK_SIZE)
@@ -336,16 +341,24 @@ mod tests {
     }
 
     #[test]
-    fn regular_chunks_at_least_sum_of_previous() {
+    fn regular_chunks_are_half_the_sum_of_the_previous_ones() {
         let mut growth = 0;
         let mut sum = 0;
-        for _ in 0..10 {
+        for _ in 0..40 {
             let (size, nominal) = chunk_size_for(Layout::new::<u64>(), growth, false).unwrap();
-            assert!(nominal >= sum, "nominal {nominal} < sum of previous {sum}");
+            assert!(
+                nominal >= (sum / 2).min(MAX_CHUNK_SIZE),
+                "nominal {nominal} < half the previous {sum}"
+            );
+            assert!(
+                nominal <= (sum / 2).max(FIRST_CHUNK_SIZE) + PAGE,
+                "nominal {nominal} for previous {sum}"
+            );
             assert_eq!(size + MALLOC_OVERHEAD, nominal);
             sum += nominal;
             growth += nominal;
         }
+        assert!(sum > 16 << 20);
     }
 
     #[test]
@@ -382,7 +395,7 @@ mod tests {
             );
             assert_eq!(nominal, size + MALLOC_OVERHEAD);
             assert!(nominal % FIRST_CHUNK_SIZE == 0, "{capacity}");
-            assert!(nominal <= PAGE || nominal % PAGE == 0, "{capacity}");
+            assert!(nominal <= 8 * PAGE || nominal % PAGE == 0, "{capacity}");
         }
     }
 

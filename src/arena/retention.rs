@@ -18,9 +18,10 @@
 //!   that need and a sixteenth, rounded up to whole pages (the reset makes the call, so the
 //!   cycles after it make none; should the backing allocator or the limit refuse it, the arena
 //!   holds no chunk until the next allocation);
-//! - when the cycle needed more than the largest chunk holds but at most twice that (a fresh
-//!   arena's first cycles, whose chunks double), the chunks are renewed the same way into one;
-//! - when it needed more than twice that, the largest is kept and the next chunk the arena takes
+//! - when the cycle needed more than the largest chunk holds but at most three times that (a
+//!   fresh arena's first cycles: its chunks together grow by half with each one, so they hold up
+//!   to about three times the largest), the chunks are renewed the same way into one;
+//! - when it needed more than three times that, the largest is kept and the next chunk the arena takes
 //!   is **planned** for the need (even for a request that would otherwise be a large block), so
 //!   that a cycle that needs it again fits in one chunk, and a single spike costs nothing.
 //!
@@ -73,9 +74,10 @@ pub(crate) fn decide(capacity: usize, now: usize, need: usize, reserved: usize) 
         Decision::Renew {
             capacity: planned(need).max(reserved),
         }
-    } else if now > capacity && now / 2 <= capacity {
-        // A fresh arena's first cycles, whose chunks double: all of them hold about twice the
-        // largest, so one chunk for the whole cycle, taken now, holds no more than they did.
+    } else if now > capacity && now / 3 <= capacity {
+        // A fresh arena's first cycles, whose chunks grow by half: all of them hold up to about
+        // three times the largest, so one chunk for the whole cycle, taken now, holds no more
+        // than they did.
         Decision::Renew {
             capacity: planned(need),
         }
@@ -138,15 +140,15 @@ mod tests {
             decide(16 << 20, 64_000, 64_000, 16 << 20),
             Decision::Keep { plan: 0 }
         );
-        // The cycle outgrew the chunk, by at most twice: renewed now.
+        // The cycle outgrew the chunk, by at most three times: renewed now.
         assert_eq!(
             decide(32_000, 40_000, 48_000, 0),
             Decision::Renew { capacity: 51_000 }
         );
         // By more: the next chunk is planned.
         assert_eq!(
-            decide(32_000, 80_000, 80_000, 0),
-            Decision::Keep { plan: 85_000 }
+            decide(32_000, 160_000, 160_000, 0),
+            Decision::Keep { plan: 170_000 }
         );
     }
 }
