@@ -188,7 +188,9 @@ fn check_chunks(input: &Input) {
         regular_nominal_model(g),
         "regular_nominal({growth})"
     );
-    assert!(nominal % f::FIRST_CHUNK_SIZE as u128 == 0 && nominal <= f::MAX_CHUNK_SIZE as u128);
+    assert!(
+        nominal.is_multiple_of(f::FIRST_CHUNK_SIZE as u128) && nominal <= f::MAX_CHUNK_SIZE as u128
+    );
     assert!(
         nominal >= (g / 2).min(f::MAX_CHUNK_SIZE as u128),
         "chunks grow with the sum taken: at least half of it, up to the cap"
