@@ -189,15 +189,17 @@ impl<A: Allocator> Arena<A> {
     /// Forgets every allocation, gives every large block back, and keeps one chunk, sized for
     /// what recent cycles needed; every other chunk goes back to the backing allocator.
     ///
-    /// The chunk kept is the largest, unless it is oversized: more than 1.5x the most bytes any
-    /// of the last four cycles had in use (and more than that plus 128 KiB, and more than a
-    /// `with_capacity` reservation); then a chunk of that need plus a sixteenth, rounded up to
-    /// whole pages, replaces it on the spot (if the backing allocator or the limit refuses it,
-    /// the old one stays). A cycle that needed more than the kept chunk holds makes the next
-    /// chunk taken one for the whole cycle. So a steady loop of "allocate, reset" settles in one
-    /// chunk of at most 1.5x its bytes (plus a header) within three cycles and makes no backing
-    /// call after that, and a cycle many times larger than the others is forgotten after four
-    /// resets.
+    /// A cycle's need is the most bytes it had in use, large blocks included. The chunk kept is
+    /// the largest when it holds the need. The chunks are *renewed* (all given back, then one of
+    /// the need plus a sixteenth taken, rounded up to 512 bytes or to pages) when the largest is
+    /// oversized (more than 1.5x the most any of the last four cycles needed, and more than that
+    /// plus 128 KiB, and more than a `with_capacity` reservation) or when the cycle needed more
+    /// than it holds, up to three times; should the backing allocator or the limit refuse the new
+    /// chunk, the arena holds none until its next allocation. A cycle that needed far more makes
+    /// the next chunk the arena takes one sized for it. So a steady loop of "allocate, reset"
+    /// settles in one chunk of at most 1.5x its need (or the need and 128 KiB) within three
+    /// cycles and makes no backing call after that, and a cycle many times larger than the
+    /// others is forgotten after four resets.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();
