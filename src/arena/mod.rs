@@ -109,7 +109,7 @@ impl Arena {
     }
 
     /// An arena on the global allocator whose first chunk holds at least `capacity` bytes: it
-    /// takes `capacity` usable bytes plus the chunk header, rounded up to whole pages (at most
+    /// takes `capacity` usable bytes plus the chunk header, rounded up to 512 bytes or whole pages (at most
     /// 4 KiB more), and `reset` never keeps less.
     ///
     /// # Panics
