@@ -623,12 +623,9 @@ fn run(
                 st.just_reset = true;
                 let after = arena.stats();
                 assert_eq!(after.used_bytes, 0, "{after:?}");
-                // Reset keeps one chunk and frees every large block.
-                assert_eq!(
-                    after.chunks,
-                    before.chunks.min(1),
-                    "{before:?} -> {after:?}"
-                );
+                // Reset keeps at most one chunk (none when the chunk a renewal takes is refused:
+                // an injected failure, or the limit) and frees every large block.
+                assert!(after.chunks <= 1, "{before:?} -> {after:?}");
                 assert_eq!(after.large_blocks, 0, "{after:?}");
                 // (The chunk kept may be one renewed for the cycle's need, large blocks included:
                 // larger than what is held at the reset when the cycle freed a large block. The
