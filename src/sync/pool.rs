@@ -79,31 +79,39 @@ struct Shared<A: Allocator> {
 #[repr(align(128))]
 struct Shard<A: Allocator>(ReentrantLock<Pool<Backing<A>>>);
 
-/// The backing allocator as the shards' pools see it: a pointer to the one in `Shared`.
-struct Backing<A>(NonNull<A>);
+/// The backing allocator as the pool of shard `shard` sees it: a pointer to the `Shared` that
+/// holds the one allocator of the `SyncPool`.
+struct Backing<A: Allocator> {
+    shared: NonNull<Shared<A>>,
+    shard: usize,
+}
 
-// SAFETY: `Backing` is only a shared reference to the pool's `A`, which outlives every shard (it
-// is dropped after them); using it from several threads needs `A: Sync`, as `&A` would.
-unsafe impl<A: Sync> Send for Backing<A> {}
+// SAFETY: `Backing` is only a shared reference to the `SyncPool`'s `Shared`, which outlives every
+// shard (its allocator is dropped after them); using it from several threads needs `A: Sync`, as
+// `&A` would.
+unsafe impl<A: Allocator + Sync> Send for Backing<A> {}
 
-// SAFETY: every method forwards to the `A` that `Backing` points at, which is alive (see above).
+// SAFETY: every method forwards to the `A` in `Shared`, which is alive (see above).
 unsafe impl<A: Allocator> Allocator for Backing<A> {
+    /// Called by the shard's pool with the shard's lock held (for a slab or an address-map
+    /// table): the thread is recorded as the holder meanwhile, so that the backing allocator
+    /// may use this `SyncPool` on it without a deadlock.
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.get().allocate(layout)
+        // SAFETY: `shared` is alive (see above); only shared references to its fields are made,
+        // and no `&mut` to the shards exists while a shard's lock is held.
+        let shared = unsafe { self.shared.as_ref() };
+        match shared.shards.get(self.shard) {
+            Some(shard) => shard.0.holding(Me::get(), || shared.alloc.allocate(layout)),
+            None => shared.alloc.allocate(layout),
+        }
     }
 
     #[inline]
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.get().deallocate(ptr, layout) }
-    }
-}
-
-impl<A> Backing<A> {
-    fn get(&self) -> &A {
-        // SAFETY: points at `Shared::alloc`, which outlives every pool holding a `Backing`.
-        unsafe { self.0.as_ref() }
+        // SAFETY: forwarded from the caller; the allocator is reached through a shared reference
+        // to its field only (a `trim` or drop of the pool may hold the shards mutably).
+        unsafe { (*self.shared.as_ptr()).alloc.deallocate(ptr, layout) }
     }
 }
 
@@ -163,14 +171,17 @@ impl<A: Allocator> SyncPool<A> {
             fallback: AtomicUsize::new(0),
             alloc,
         });
+        // Valid until the box is freed in `Drop`, after the shards.
         let shared = NonNull::from(Box::leak(shared));
-        // SAFETY: `shared` is valid and ours; the pointer to `alloc` stays valid until the box
-        // is freed in `Drop`, after the shards.
-        let alloc_ptr = unsafe { NonNull::new_unchecked(&raw mut (*shared.as_ptr()).alloc) };
         let shards: Vec<Shard<A>> = (0..n)
-            .map(|_| Shard(ReentrantLock::new(Pool::new_in(layout, Backing(alloc_ptr)))))
+            .map(|shard| {
+                Shard(ReentrantLock::new(Pool::new_in(
+                    layout,
+                    Backing { shared, shard },
+                )))
+            })
             .collect();
-        let stats = shards[0].0.lock(Me::get()).stats();
+        let stats = shards[0].0.with(Me::get(), |pool| pool.stats());
         // SAFETY: nothing else refers to these fields yet; they are written through the raw
         // pointer, without a reference to the whole `Shared` (whose `alloc` the pools point at).
         unsafe {
@@ -226,7 +237,7 @@ impl<A: Allocator> SyncPool<A> {
             ..PoolStats::default()
         };
         for shard in shared.shards.iter() {
-            let s = shard.0.lock(Me::get()).stats();
+            let s = shard.0.with(Me::get(), |pool| pool.stats());
             total.capacity += s.capacity;
             total.in_use += s.in_use;
             total.slabs += s.slabs;
@@ -285,13 +296,20 @@ impl<A: Allocator> SyncPool<A> {
         let s = self.shared();
         let me = Me::get();
         let home = me.hint() & s.mask;
+        let mut f = Some(f);
         for i in 0..s.shards.len() {
             let Some(shard) = s.shards.get((home + i) & s.mask) else {
                 continue; // never: the index is masked to the shard count
             };
-            let pool = shard.0.lock(me);
-            if pool.owns(p) {
-                return Some(f(&pool));
+            let done = shard.0.with(me, |pool| {
+                if pool.owns(p) {
+                    f.take().map(|f| f(pool))
+                } else {
+                    None
+                }
+            });
+            if done.is_some() {
+                return done;
             }
         }
         None
@@ -314,17 +332,14 @@ impl<A: Allocator> SyncPool<A> {
             // The home shard is masked to the shard count: `get` never fails, and keeps this
             // path free of a bounds-check panic.
             let me = Me::get();
-            let pool = s
-                .shards
-                .get(me.hint() & s.mask)
-                .ok_or(AllocError)?
-                .0
-                .lock(me);
-            if zeroed {
-                pool.allocate_zeroed(layout)
-            } else {
-                pool.allocate(layout)
-            }
+            let shard = s.shards.get(me.hint() & s.mask).ok_or(AllocError)?;
+            shard.0.with(me, |pool| {
+                if zeroed {
+                    pool.allocate_zeroed(layout)
+                } else {
+                    pool.allocate(layout)
+                }
+            })
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else {

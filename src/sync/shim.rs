@@ -3,10 +3,14 @@
 //! model-checking tests in `tests/loom.rs`), so that loom explores every interleaving of the real
 //! code.
 
+use crate::reentry::OnUnwind;
+
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use std::sync::TryLockError;
 
 #[cfg(not(loom))]
 use std::sync::Mutex as Inner;
@@ -36,6 +40,16 @@ impl<T> Mutex<T> {
         }
     }
 
+    /// The lock if it is free now, `None` if another holder has it.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
     pub(crate) fn get_mut(&mut self) -> &mut T {
         match self.0.get_mut() {
             Ok(value) => value,
@@ -44,21 +58,24 @@ impl<T> Mutex<T> {
     }
 }
 
-/// A lock that the thread holding it may take again, for data whose methods take `&self` and
-/// stay consistent when re-entered (a `SyncPool` shard's `Pool`): the backing allocator a shard
-/// calls with its lock held may use the same pool, and must find it neither deadlocked nor
-/// panicking. A nested lock of the same thread gives the same shared access without locking.
+/// A lock that the thread holding it may take again while it calls out from under it: a
+/// `SyncPool` shard, whose pool calls the backing allocator with the lock held (for a slab), and
+/// whose backing allocator may use the same `SyncPool` meanwhile. Such a nested call gets the
+/// data without locking (the pool's methods take `&self` and stay consistent when re-entered),
+/// not a deadlock. The holder says when it calls out ([`holding`](Self::holding)); taking the
+/// lock costs nothing more than a `Mutex`'s unless it is contended.
 pub(crate) struct ReentrantLock<T> {
     lock: Mutex<()>,
-    /// [`Me::owner`] of the thread holding `lock`, 0 when none does (or it has no id). Only the holder stores its
-    /// own id, so a thread reads its own id exactly while it holds the lock (a thread's later
-    /// reads never see an older value of its own writes).
+    /// [`Me::owner`] of the thread holding `lock` while it is inside [`holding`](Self::holding),
+    /// 0 otherwise. Only that thread stores its own id, so a thread reads its own id exactly while
+    /// it is inside `holding` (a thread's later reads never see an older value of its writes).
     owner: AtomicUsize,
     data: core::cell::UnsafeCell<T>,
 }
 
-// SAFETY: the data is reached through `&self` only by the thread holding the lock (a nested lock
-// of that thread adds shared access on the same thread), so `T: Send` suffices, as for `Mutex`.
+// SAFETY: the data is reached through `&self` only by the thread holding the lock (a nested call
+// of that thread, from inside `holding`, adds shared access on the same thread), so `T: Send`
+// suffices, as for `Mutex`.
 unsafe impl<T: Send> Sync for ReentrantLock<T> {}
 
 impl<T> ReentrantLock<T> {
@@ -70,56 +87,43 @@ impl<T> ReentrantLock<T> {
         }
     }
 
-    /// Shared access to the data for the calling thread `me`, locking unless it holds the lock
-    /// already.
+    /// Runs `f` with shared access to the data for the calling thread `me`: under the lock, or,
+    /// for a thread that holds it and is inside [`holding`](Self::holding), without locking.
     #[inline]
-    pub(crate) fn lock(&self, me: Me) -> ReentrantGuard<'_, T> {
-        let me = me.owner();
-        // Relaxed: only this thread ever stores `me` (see `owner`).
-        if me != 0 && self.owner.load(Ordering::Relaxed) == me {
-            return ReentrantGuard {
-                lock: self,
-                outer: None,
-            };
-        }
-        let outer = self.lock.lock();
-        self.owner.store(me, Ordering::Relaxed);
-        ReentrantGuard {
-            lock: self,
-            outer: Some(outer),
-        }
+    pub(crate) fn with<R>(&self, me: Me, f: impl FnOnce(&T) -> R) -> R {
+        let _guard = match self.lock.try_lock() {
+            Some(guard) => Some(guard),
+            // Taken: by another thread, or by this one calling out from under it.
+            None => {
+                let me = me.owner();
+                // Relaxed: only this thread ever stores `me` (see `owner`).
+                if me != 0 && self.owner.load(Ordering::Relaxed) == me {
+                    None
+                } else {
+                    Some(self.lock.lock())
+                }
+            }
+        };
+        // SAFETY: this thread holds the lock (taken just now, or by an outer call of the same
+        // thread that is inside `holding`, below on the stack), so no other thread reaches the
+        // data, and every access is shared.
+        f(unsafe { &*self.data.get() })
+    }
+
+    /// Runs `call`, a call out from under the lock by the thread `me` that holds it (inside
+    /// [`with`](Self::with)), with that thread recorded, so that `with` from inside `call` on
+    /// this thread does not lock again; the record is put back when `call` returns or unwinds.
+    pub(crate) fn holding<R>(&self, me: Me, call: impl FnOnce() -> R) -> R {
+        let before = self.owner.swap(me.owner(), Ordering::Relaxed);
+        let _restore = OnUnwind::new(|| self.owner.store(before, Ordering::Relaxed));
+        let result = call();
+        _restore.disarm();
+        self.owner.store(before, Ordering::Relaxed);
+        result
     }
 
     pub(crate) fn get_mut(&mut self) -> &mut T {
         self.data.get_mut()
-    }
-}
-
-/// Shared access to a [`ReentrantLock`]'s data; the outermost guard of a thread unlocks.
-pub(crate) struct ReentrantGuard<'a, T> {
-    lock: &'a ReentrantLock<T>,
-    outer: Option<MutexGuard<'a, ()>>,
-}
-
-impl<T> core::ops::Deref for ReentrantGuard<'_, T> {
-    type Target = T;
-
-    #[inline]
-    fn deref(&self) -> &T {
-        // SAFETY: this thread holds the lock (taken by this guard or by an outer one of the same
-        // thread, which outlives it), so no other thread reaches the data, and every access
-        // through guards is shared.
-        unsafe { &*self.lock.data.get() }
-    }
-}
-
-impl<T> Drop for ReentrantGuard<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.outer.is_some() {
-            // Before unlocking: the next holder stores its own id.
-            self.lock.owner.store(0, Ordering::Relaxed);
-        }
     }
 }
 
