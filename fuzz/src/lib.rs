@@ -228,8 +228,9 @@ pub enum Size {
     Any(u16),
     /// One of [`HUGE`]: beyond what any allocator here can serve.
     Huge(u8),
-    /// 60 KiB + `n` x 4 KiB: around and above the arenas' large-block threshold (64 KiB), up to
-    /// about 1 MiB, whatever the target's largest ordinary size.
+    /// 60 KiB + `n` KiB: around and above the arenas' large-block threshold (64 KiB), up to
+    /// 315 KiB, whatever the target's largest ordinary size (kept small: the model writes every
+    /// byte of every block).
     Large(u8),
 }
 
@@ -237,7 +238,7 @@ pub enum Size {
 pub const LARGE_BASE: usize = 60 * 1024;
 
 /// The most a grow may make a block (large blocks grow past the ordinary sizes).
-pub const GROW_MAX: usize = 2 << 20;
+pub const GROW_MAX: usize = 512 << 10;
 
 /// Sizes no allocator here can serve: near `isize::MAX`, around 2^32 and 2^40, and just above
 /// [`BACKING_CAP`]. Clamped to the largest valid size for the alignment in use.
@@ -259,7 +260,7 @@ impl Size {
             Size::Small(n) => n as usize,
             Size::Any(n) => n as usize % (max + 1),
             Size::Huge(i) => HUGE[i as usize % HUGE.len()],
-            Size::Large(n) => LARGE_BASE + n as usize * 4096,
+            Size::Large(n) => LARGE_BASE + n as usize * 1024,
         }
     }
 
