@@ -407,14 +407,16 @@ fn arena_nested_refill_through_the_panicking_api_names_the_cause() {
 #[test]
 fn large_block_grow_that_unwinds_keeps_the_block() {
     fn check<A: Allocator>(a: &A, hooked: &Hooked, stats: impl Fn() -> (usize, usize)) {
-        let mut v: Vec<u8, &A> = Vec::with_capacity_in(100_000, a);
-        v.resize(100_000, 0x6B);
+        // Past the 64 KiB threshold: a large block.
+        const SIZE: usize = scaled(100_000, 70_000);
+        let mut v: Vec<u8, &A> = Vec::with_capacity_in(SIZE, a);
+        v.resize(SIZE, 0x6B);
         let before = stats();
         hooked.panic_on_next();
-        expect_backing_panic(|| v.reserve(1_000_000));
+        expect_backing_panic(|| v.reserve(SIZE));
         assert_eq!(stats(), before, "a statistic changed");
         assert!(v.iter().all(|&b| b == 0x6B));
-        v.reserve(1_000_000);
+        v.reserve(SIZE);
         assert!(v.iter().all(|&b| b == 0x6B));
         drop(v);
     }
