@@ -20,13 +20,15 @@
 //!   holds no chunk until the next allocation);
 //! - when the cycle needed more than the largest chunk holds but at most three times that (a
 //!   fresh arena's first cycles: its chunks together grow by half with each one, so they hold up
-//!   to about three times the largest), the chunks are renewed the same way into one;
+//!   to about three times the largest; or a loop whose cycles vary), the chunks are renewed into
+//!   one of the need and a quarter: a cycle that outgrew its chunk shows that the loop's cycles
+//!   vary, and the quarter lets the next ones vary without a backing call;
 //! - when it needed more than three times that, the largest is kept and the next chunk the arena takes
 //!   is **planned** for the need (even for a request that would otherwise be a large block), so
 //!   that a cycle that needs it again fits in one chunk, and a single spike costs nothing.
 //!
 //! So a steady loop settles in one chunk within three cycles and makes no backing call after
-//! that, holding at most 1.5x a cycle's bytes plus a chunk header (or the slack above, for cycles
+//! that (a loop whose cycles vary by more than a quarter may take a few more), holding at most 1.5x a cycle's bytes plus a chunk header (or the slack above, for cycles
 //! of less than about 256 KiB); after a cycle many times larger than the others, the arena is
 //! back to that within [`WINDOW`] resets.
 
@@ -77,9 +79,10 @@ pub(crate) fn decide(capacity: usize, now: usize, need: usize, reserved: usize) 
     } else if now > capacity && now / 3 <= capacity {
         // A fresh arena's first cycles, whose chunks grow by half: all of them hold up to about
         // three times the largest, so one chunk for the whole cycle, taken now, holds no more
-        // than they did.
+        // than they did. Or a loop whose cycles vary: the quarter is their room to. (It stays
+        // below the 1.5x above with the page rounding, so the next reset keeps it.)
         Decision::Renew {
-            capacity: planned(need),
+            capacity: need.saturating_add(need / 4),
         }
     } else if now > capacity {
         // Far more than the largest chunk: taken only if a cycle needs it again.
@@ -143,7 +146,7 @@ mod tests {
         // The cycle outgrew the chunk, by at most three times: renewed now.
         assert_eq!(
             decide(32_000, 40_000, 48_000, 0),
-            Decision::Renew { capacity: 51_000 }
+            Decision::Renew { capacity: 60_000 }
         );
         // By more: the next chunk is planned.
         assert_eq!(
