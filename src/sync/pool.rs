@@ -181,7 +181,7 @@ impl<A: Allocator> SyncPool<A> {
                 )))
             })
             .collect();
-        let stats = shards[0].0.with(Me::get(), |pool| pool.stats());
+        let stats = shards[0].0.lock(Me::get()).stats();
         // SAFETY: nothing else refers to these fields yet; they are written through the raw
         // pointer, without a reference to the whole `Shared` (whose `alloc` the pools point at).
         unsafe {
@@ -237,7 +237,7 @@ impl<A: Allocator> SyncPool<A> {
             ..PoolStats::default()
         };
         for shard in shared.shards.iter() {
-            let s = shard.0.with(Me::get(), |pool| pool.stats());
+            let s = shard.0.lock(Me::get()).stats();
             total.capacity += s.capacity;
             total.in_use += s.in_use;
             total.slabs += s.slabs;
@@ -296,20 +296,13 @@ impl<A: Allocator> SyncPool<A> {
         let s = self.shared();
         let me = Me::get();
         let home = me.hint() & s.mask;
-        let mut f = Some(f);
         for i in 0..s.shards.len() {
             let Some(shard) = s.shards.get((home + i) & s.mask) else {
                 continue; // never: the index is masked to the shard count
             };
-            let done = shard.0.with(me, |pool| {
-                if pool.owns(p) {
-                    f.take().map(|f| f(pool))
-                } else {
-                    None
-                }
-            });
-            if done.is_some() {
-                return done;
+            let pool = shard.0.lock(me);
+            if pool.owns(p) {
+                return Some(f(&pool));
             }
         }
         None
@@ -333,13 +326,12 @@ impl<A: Allocator> SyncPool<A> {
             // path free of a bounds-check panic.
             let me = Me::get();
             let shard = s.shards.get(me.hint() & s.mask).ok_or(AllocError)?;
-            shard.0.with(me, |pool| {
-                if zeroed {
-                    pool.allocate_zeroed(layout)
-                } else {
-                    pool.allocate(layout)
-                }
-            })
+            let pool = shard.0.lock(me);
+            if zeroed {
+                pool.allocate_zeroed(layout)
+            } else {
+                pool.allocate(layout)
+            }
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else {

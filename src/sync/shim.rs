@@ -87,11 +87,11 @@ impl<T> ReentrantLock<T> {
         }
     }
 
-    /// Runs `f` with shared access to the data for the calling thread `me`: under the lock, or,
-    /// for a thread that holds it and is inside [`holding`](Self::holding), without locking.
+    /// Shared access to the data for the calling thread `me`: under the lock, or, for a thread
+    /// that holds it and is inside [`holding`](Self::holding), without locking again.
     #[inline]
-    pub(crate) fn with<R>(&self, me: Me, f: impl FnOnce(&T) -> R) -> R {
-        let _guard = match self.lock.try_lock() {
+    pub(crate) fn lock(&self, me: Me) -> Held<'_, T> {
+        let guard = match self.lock.try_lock() {
             Some(guard) => Some(guard),
             // Taken: by another thread, or by this one calling out from under it.
             None => {
@@ -104,14 +104,14 @@ impl<T> ReentrantLock<T> {
                 }
             }
         };
-        // SAFETY: this thread holds the lock (taken just now, or by an outer call of the same
-        // thread that is inside `holding`, below on the stack), so no other thread reaches the
-        // data, and every access is shared.
-        f(unsafe { &*self.data.get() })
+        Held {
+            _guard: guard,
+            data: &self.data,
+        }
     }
 
     /// Runs `call`, a call out from under the lock by the thread `me` that holds it (inside
-    /// [`with`](Self::with)), with that thread recorded, so that `with` from inside `call` on
+    /// [`lock`](Self::lock)), with that thread recorded, so that `lock` from inside `call` on
     /// this thread does not lock again; the record is put back when `call` returns or unwinds.
     pub(crate) fn holding<R>(&self, me: Me, call: impl FnOnce() -> R) -> R {
         let before = self.owner.swap(me.owner(), Ordering::Relaxed);
@@ -124,6 +124,25 @@ impl<T> ReentrantLock<T> {
 
     pub(crate) fn get_mut(&mut self) -> &mut T {
         self.data.get_mut()
+    }
+}
+
+/// Shared access to a [`ReentrantLock`]'s data, for as long as the thread holds the lock (the
+/// guard, `None` for a nested call whose outer call holds it).
+pub(crate) struct Held<'a, T> {
+    _guard: Option<MutexGuard<'a, ()>>,
+    data: &'a core::cell::UnsafeCell<T>,
+}
+
+impl<T> core::ops::Deref for Held<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: this thread holds the lock (taken by `ReentrantLock::lock`, or by an outer call
+        // of the same thread that is inside `holding`, below on the stack, and outlives this
+        // one), so no other thread reaches the data, and every access is shared.
+        unsafe { &*self.data.get() }
     }
 }
 
