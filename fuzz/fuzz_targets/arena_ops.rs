@@ -4,8 +4,9 @@
 //! Operations: allocate / allocate_zeroed / grow / grow_zeroed / shrink / deallocate (on
 //! `&Arena` at the top level, on `&ArenaRef` inside scopes), reset, trim, an allocation limit,
 //! backing-allocator failures, child scopes (`scope_guard` and `with_scope`, nested), and raw
-//! checkpoints (`checkpoint` + `reset_to`). Sizes up to 64 KiB, alignments up to 4096, and now
-//! and then a size near `isize::MAX`, 2^32 or 2^40, which must fail. The backing allocator can
+//! checkpoints (`checkpoint` + `reset_to`). Sizes up to 64 KiB and large blocks of 60 to
+//! 315 KiB (grown up to 512 KiB), alignments up to 4096, and now and then a size near
+//! `isize::MAX`, 2^32 or 2^40, which must fail. The backing allocator can
 //! panic in its next call, or call back into the arena there: free a block and allocate one in
 //! the scope the next operation uses.
 //!

@@ -5,7 +5,7 @@
 //! `SyncArena`: allocate / allocate_zeroed / grow / grow_zeroed / shrink / deallocate through
 //! `&SyncArena` (the shared path) and through up to three `LocalArena` handles alive at once,
 //! made and dropped in any order (a block keeps living after its handle is dropped, until the
-//! arena is reset); sizes up to 64 KiB, alignments up to 4096 and now and then a size that must
+//! arena is reset); sizes up to 64 KiB and large blocks up to 315 KiB (grown up to 512 KiB), alignments up to 4096 and now and then a size that must
 //! fail; `reset` and `trim` (which need every handle dropped first), an allocation limit and
 //! injected backing failures. `SyncPool`, with a slot layout and a shard count from the input:
 //! the same operations with layouts that fit the slot and layouts that do not, `reset`, `trim`.
@@ -13,13 +13,13 @@
 //! free a block and allocate one (through a handle or the shared path; from the pool).
 //!
 //! Checked, besides what the block model checks (alignment, length, no overlap, contents,
-//! zeroing): the arena's chunk count and `allocated_bytes_including_metadata` match what the
-//! backing allocator holds, which never passes the limit (or what was held when it was set);
+//! zeroing): the arena's chunks and large blocks are the blocks the backing allocator holds, and
+//! `allocated_bytes_including_metadata` what they hold, which never passes the limit (or what was held when it was set);
 //! the live shared blocks, the blocks of dropped handles and the pieces of the live handles fit
-//! in `used_bytes`; a shared allocation adds its size plus less than its alignment to
+//! in `used_bytes` and `large_bytes`; a shared allocation adds its size plus less than its alignment to
 //! `used_bytes`, a shared deallocation takes back nothing or exactly the block; dropping a
-//! handle takes no chunk and frees no block; `reset` keeps every chunk and empties the arena,
-//! `trim` right after it leaves at most one chunk; for the pool, `in_use` and `fallback_blocks`
+//! handle takes no chunk and frees no block; `reset` empties the arena, frees every large
+//! block and keeps at most one chunk; for the pool, `in_use` and `fallback_blocks`
 //! match the model, a pooled block is one slot long and the slot freed last is the next one
 //! handed out, the backing allocator holds exactly the slabs, the fallback blocks and at most
 //! one address-map table; a failure changes no statistic and no block, and happens only with a
