@@ -3,32 +3,33 @@
 //! `SyncPool`.
 //!
 //! `SyncArena`: allocate / allocate_zeroed / grow / grow_zeroed / shrink / deallocate through
-//! `&SyncArena` (the shared path) and through up to three `LocalArena` handles alive at once,
-//! made and dropped in any order (a block keeps living after its handle is dropped, until the
-//! arena is reset); sizes up to 64 KiB and large blocks up to 315 KiB (grown up to 512 KiB), alignments up to 4096 and now and then a size that must
-//! fail; `reset` and `trim` (which need every handle dropped first), an allocation limit and
-//! injected backing failures. `SyncPool`, with a slot layout and a shard count from the input:
-//! the same operations with layouts that fit the slot and layouts that do not, `reset`, `trim`.
-//! Each backing allocator can panic in its next call, or call back there into what it backs:
-//! free a block and allocate one (through a handle or the shared path; from the pool).
+//! `&SyncArena` (the shared path) and through up to three `LocalArena` handles alive at once, made
+//! and dropped in any order (a block keeps living after its handle is dropped, until the arena is
+//! reset); sizes up to 64 KiB and large blocks up to 315 KiB (grown up to 512 KiB), alignments up
+//! to 4096 and now and then a size that must fail; `reset` and `trim` (which need every handle
+//! dropped first), an allocation limit and injected backing failures. `SyncPool`, with a slot
+//! layout and a shard count from the input: the same operations with layouts that fit the slot and
+//! layouts that do not, `reset`, `trim`. Each backing allocator can panic in its next call, or call
+//! back there into what it backs: free a block and allocate one (through a handle or the shared
+//! path; from the pool).
 //!
-//! Checked, besides what the block model checks (alignment, length, no overlap, contents,
-//! zeroing): the arena's chunks and large blocks are the blocks the backing allocator holds, and
-//! `allocated_bytes_including_metadata` what they hold, which never passes the limit (or what was held when it was set);
-//! the live shared blocks, the blocks of dropped handles and the pieces of the live handles fit
-//! in `used_bytes` and `large_bytes`; a shared allocation adds its size plus less than its alignment to
-//! `used_bytes`, a shared deallocation takes back nothing or exactly the block; dropping a
-//! handle takes no chunk and frees no block; `reset` empties the arena, frees every large
-//! block and keeps at most one chunk; for the pool, `in_use` and `fallback_blocks`
-//! match the model, a pooled block is one slot long and the slot freed last is the next one
-//! handed out, the backing allocator holds exactly the slabs, the fallback blocks and at most
-//! one address-map table; a failure changes no statistic and no block, and happens only with a
-//! limit, an injected failure or a huge size; an operation unwound by a backing allocator's panic
-//! changes no statistic (of the arena, a handle or the pool) and no block, and the same operation
-//! then runs normally; a nested request through the shared path, or through a handle other than
-//! the one waiting, is served unless a limit is set, a failure was injected or the size is huge;
-//! one through the waiting handle is served when its piece holds it and refused when it needs a
-//! piece; the pool's nested requests follow `pool_ops`; a nested block is checked like any other
+//! Checked, besides what the block model checks (alignment, length, no overlap, contents, zeroing):
+//! the arena's chunks and large blocks are the blocks the backing allocator holds, and
+//! `allocated_bytes_including_metadata` what they hold, which never passes the limit (or what was
+//! held when it was set); the live shared blocks, the blocks of dropped handles and the pieces of
+//! the live handles fit in `used_bytes` and `large_bytes`; a shared allocation adds its size plus
+//! less than its alignment to `used_bytes`, a shared deallocation takes back nothing or exactly the
+//! block; dropping a handle takes no chunk and frees no block; `reset` empties the arena, frees
+//! every large block and keeps at most one chunk; for the pool, `in_use` and `fallback_blocks`
+//! match the model, a pooled block is one slot long and the slot freed last is the next one handed
+//! out, the backing allocator holds exactly the slabs, the fallback blocks and at most one
+//! address-map table; a failure changes no statistic and no block, and happens only with a limit,
+//! an injected failure or a huge size; an operation unwound by a backing allocator's panic changes
+//! no statistic (of the arena, a handle or the pool) and no block, and the same operation then runs
+//! normally; a nested request through the shared path, or through a handle other than the one
+//! waiting, is served unless a limit is set, a failure was injected or the size is huge; one
+//! through the waiting handle is served when its piece holds it and refused when it needs a piece;
+//! the pool's nested requests follow `pool_ops`; a nested block is checked like any other
 //! (alignment, length, no overlap with any block live meanwhile, contents); dropping both gives
 //! everything back.
 
