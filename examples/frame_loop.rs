@@ -4,10 +4,10 @@
 //! serves every frame from the chunks it kept, without calling the backing allocator again.
 //!
 //! The warm-up lasts until the kept chunk covers the largest frame. At each reset the arena
-//! keeps one chunk sized for the recent frames (a frame that outgrew its chunk makes the reset
-//! take one with a quarter of room to spare), so the warm-up ends once a frame near the largest
-//! has been seen. Here the load varies by about ±25% and frames 0-3 suffice; a loop whose frames
-//! vary much more needs a longer warm-up (or a first chunk sized for the peak, with
+//! keeps one chunk sized for the recent frames (once a frame has outgrown a chunk sized so, the
+//! reset takes one with a quarter of room to spare), so the warm-up ends soon after a frame near
+//! the largest has been seen. Here the load varies by about ±25% and frames 0-2 suffice; a loop
+//! whose frames vary much more needs a longer warm-up (or a first chunk sized for the peak, with
 //! `Arena::with_capacity_in`).
 //!
 //! Run with `cargo run --release --example frame_loop`.
@@ -24,7 +24,7 @@ use arena_pool::allocator_api2::vec::Vec;
 const FRAMES: usize = 300;
 /// Frames printed one by one; from the next frame on the arena must not call its backing
 /// allocator any more.
-const WARM_UP_FRAMES: usize = 4;
+const WARM_UP_FRAMES: usize = 3;
 
 /// A backing allocator that forwards to `Global` and counts the calls it sees.
 #[derive(Default)]

@@ -26,11 +26,14 @@
 //! prints the minimal failing input.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 
+mod common;
+
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr::NonNull;
 
 use arena_pool::allocator_api2::alloc::{Allocator, Layout};
 use arena_pool::{Arena, ArenaRef};
+use common::Counting;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -319,6 +322,9 @@ struct Model {
     /// The block allocated by the previous operation, with `used_bytes` before it, if that
     /// operation was an allocation.
     just_allocated: Option<(u64, usize)>,
+    /// The most bytes the backing allocator held at once in each of the last four cycles (the
+    /// current one last): a cycle needs at most what was held in it.
+    peaks: Vec<usize>,
 }
 
 impl Model {
@@ -373,7 +379,7 @@ fn check_moved(
     );
 }
 
-fn apply(arena: &mut Arena, m: &mut Model, op: &Op, step: usize) {
+fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
     // The "rest" operations are an allocation / a grow sized by the room left in the chunk.
     let rest = arena.chunk_capacity().min(MAX_REST);
     match *op {
@@ -661,19 +667,27 @@ fn apply(arena: &mut Arena, m: &mut Model, op: &Op, step: usize) {
         }
         Op::AllocRest { .. } | Op::GrowRest { .. } => unreachable!(),
         Op::Reset => {
-            let held = arena.allocated_bytes();
             let chunks = arena.stats().chunks;
+            let backing = *arena.allocator();
+            m.peaks.push(backing.peak.get());
+            if m.peaks.len() > 4 {
+                m.peaks.remove(0);
+            }
             arena.reset();
             m.blocks.clear();
             m.last = None;
             assert_eq!(arena.used_bytes(), 0, "step {step}: used_bytes after reset");
-            // Reset keeps one chunk (the largest, or one renewed for the cycle's need, which
-            // the chunks held, plus a sixteenth and rounding to pages) and no large block.
+            // Reset keeps one chunk and no large block: the largest chunk, or one renewed for the
+            // most any of the last four cycles needed, which is at most what was held in it,
+            // plus at most a quarter and the rounding to pages.
+            let need = m.peaks.iter().copied().max().unwrap_or(0);
             assert!(
-                arena.allocated_bytes() <= held + held / 8 + 4096,
-                "step {step}: reset took {} bytes for {held}",
-                arena.allocated_bytes()
+                arena.allocated_bytes() <= need + need / 4 + 4096,
+                "step {step}: reset took {} bytes for cycles that held {:?}",
+                arena.allocated_bytes(),
+                m.peaks
             );
+            backing.restart_peak();
             assert_eq!(arena.stats().chunks, chunks.min(1));
             assert_eq!(arena.stats().large_blocks, 0);
         }
@@ -681,12 +695,14 @@ fn apply(arena: &mut Arena, m: &mut Model, op: &Op, step: usize) {
 }
 
 fn run_allocator_model(ops: &[Op]) {
-    let mut arena = Arena::new();
+    let backing = Counting::default();
+    let mut arena = Arena::new_in(&backing);
     let mut m = Model {
         blocks: Vec::new(),
         next_id: 0,
         last: None,
         just_allocated: None,
+        peaks: Vec::new(),
     };
     for (step, op) in ops.iter().enumerate() {
         apply(&mut arena, &mut m, op, step);

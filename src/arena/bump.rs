@@ -1039,8 +1039,13 @@ impl RawArena {
         let need = recent.record(now);
         self.recent.set(recent);
         if head.next() == head
-            && decide(head.capacity(), now, need, self.reserved.get())
-                == (Decision::Keep { plan: 0 })
+            && decide(
+                head.capacity(),
+                recent.renewed,
+                now,
+                need,
+                self.reserved.get(),
+            ) == (Decision::Keep { plan: 0 })
         {
             self.used_before.set(0);
             self.set_current(head);
@@ -1064,7 +1069,19 @@ impl RawArena {
         };
         // The largest chunk, the first of the ring on a tie.
         let keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
-        match decide(keep.capacity(), now, need, self.reserved.get()) {
+        let mut recent = self.recent.get();
+        let decision = decide(
+            keep.capacity(),
+            recent.renewed,
+            now,
+            need,
+            self.reserved.get(),
+        );
+        if let Decision::Renew { .. } = decision {
+            recent.renewed = true;
+            self.recent.set(recent);
+        }
+        match decision {
             Decision::Keep { plan } => {
                 for x in chunks_until(keep.next(), keep) {
                     x.unlink();

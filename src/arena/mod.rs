@@ -194,8 +194,9 @@ impl<A: Allocator> Arena<A> {
     /// the need plus a sixteenth taken, rounded up to 512 bytes or to pages) when the largest is
     /// oversized (more than 1.5x the most any of the last four cycles needed, and more than that
     /// plus 128 KiB, and more than a `with_capacity` reservation) or when the cycle needed more
-    /// than it holds, up to three times; should the backing allocator or the limit refuse the new
-    /// chunk, the arena holds none until its next allocation. A cycle that needed far more makes
+    /// than it holds, up to three times (with a quarter to spare instead of a sixteenth once the
+    /// chunks have been renewed before: the cycles vary); should the backing allocator or the
+    /// limit refuse the new chunk, the arena holds none until its next allocation. A cycle that needed far more makes
     /// the next chunk the arena takes one sized for it. So a steady loop of "allocate, reset"
     /// settles in one chunk of at most 1.5x its need (or the need and 128 KiB) within three
     /// cycles and makes no backing call after that, and a cycle many times larger than the

@@ -18,39 +18,51 @@
 //!   that need and a sixteenth, rounded up to whole pages (the reset makes the call, so the
 //!   cycles after it make none; should the backing allocator or the limit refuse it, the arena
 //!   holds no chunk until the next allocation);
-//! - when the cycle needed more than the largest chunk holds but at most three times that (a
-//!   fresh arena's first cycles: its chunks together grow by half with each one, so they hold up
-//!   to about three times the largest; or a loop whose cycles vary), the chunks are renewed into
-//!   one of the need and a quarter: a cycle that outgrew its chunk shows that the loop's cycles
-//!   vary, and the quarter lets the next ones vary without a backing call;
-//! - when it needed more than three times that, the largest is kept and the next chunk the arena takes
-//!   is **planned** for the need (even for a request that would otherwise be a large block), so
-//!   that a cycle that needs it again fits in one chunk, and a single spike costs nothing.
+//! - when the cycle needed more than the largest chunk holds but at most three times that, the
+//!   chunks are renewed the same way into one: for the need and a sixteenth in a fresh arena's
+//!   first cycles (its chunks together grow by half with each one, so they hold up to about three
+//!   times the largest), for the need and a quarter once a reset has renewed the chunks before
+//!   (the chunk outgrown was sized for the cycles before: they vary, and the quarter lets the next
+//!   ones vary without a backing call);
+//! - when it needed more than three times that, the largest is kept and the next chunk the arena
+//!   takes is **planned** for the need (even for a request that would otherwise be a large
+//!   block), so that a cycle that needs it again fits in one chunk, and a single spike costs
+//!   nothing.
 //!
 //! So a steady loop settles in one chunk within three cycles and makes no backing call after
-//! that (a loop whose cycles vary by more than a quarter may take a few more), holding at most 1.5x a cycle's bytes plus a chunk header (or the slack above, for cycles
-//! of less than about 256 KiB); after a cycle many times larger than the others, the arena is
-//! back to that within [`WINDOW`] resets.
+//! that (a loop whose cycles vary by more than a sixteenth takes one more renewal, then one each
+//! time a cycle needs more than a quarter above the largest need before it), holding at most 1.5x a cycle's bytes plus
+//! a chunk header (or the slack above, for cycles of less than about 256 KiB); after a cycle many
+//! times larger than the others, the arena is back to that within [`WINDOW`] resets.
 
 use super::large::LARGE_THRESHOLD;
 
 /// Cycles whose need a reset remembers.
 pub(crate) const WINDOW: usize = 4;
 
-/// The needs of the last [`WINDOW`] cycles, newest first.
+/// The needs of the last [`WINDOW`] cycles, newest first, and whether a reset has renewed the
+/// chunks for them before.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Recent([usize; WINDOW]);
+pub(crate) struct Recent {
+    needs: [usize; WINDOW],
+    /// A reset has renewed the chunks (a [`Decision::Renew`]): the chunk a cycle outgrows is
+    /// then one sized for the cycles before, not one of a fresh arena's first.
+    pub(crate) renewed: bool,
+}
 
 impl Recent {
     pub(crate) const fn new() -> Recent {
-        Recent([0; WINDOW])
+        Recent {
+            needs: [0; WINDOW],
+            renewed: false,
+        }
     }
 
     /// Records a finished cycle's need; returns the largest need of the window.
     #[inline]
     pub(crate) fn record(&mut self, need: usize) -> usize {
-        let [a, b, c, _] = self.0;
-        self.0 = [need, a, b, c];
+        let [a, b, c, _] = self.needs;
+        self.needs = [need, a, b, c];
         need.max(a).max(b.max(c))
     }
 }
@@ -64,10 +76,17 @@ pub(crate) enum Decision {
     Renew { capacity: usize },
 }
 
-/// The rule of the module documentation, for a largest chunk of `capacity` usable bytes, a cycle
-/// that needed `now`, the window's largest need `need`, and a `with_capacity` reservation.
+/// The rule of the module documentation, for a largest chunk of `capacity` usable bytes
+/// (`renewed`: a reset has renewed the chunks before), a cycle that needed `now`, the window's
+/// largest need `need`, and a `with_capacity` reservation.
 #[inline(always)]
-pub(crate) fn decide(capacity: usize, now: usize, need: usize, reserved: usize) -> Decision {
+pub(crate) fn decide(
+    capacity: usize,
+    renewed: bool,
+    now: usize,
+    need: usize,
+    reserved: usize,
+) -> Decision {
     let keep_at_most = need
         .saturating_add(need / 2)
         .max(need.saturating_add(2 * LARGE_THRESHOLD))
@@ -79,10 +98,15 @@ pub(crate) fn decide(capacity: usize, now: usize, need: usize, reserved: usize) 
     } else if now > capacity && now / 3 <= capacity {
         // A fresh arena's first cycles, whose chunks grow by half: all of them hold up to about
         // three times the largest, so one chunk for the whole cycle, taken now, holds no more
-        // than they did. Or a loop whose cycles vary: the quarter is their room to. (It stays
-        // below the 1.5x above with the page rounding, so the next reset keeps it.)
+        // than they did. Or a loop whose cycles vary, when a chunk a reset took for them was
+        // outgrown: the quarter is their room to vary. (It stays below the 1.5x above with the
+        // page rounding, so the next reset keeps it.)
         Decision::Renew {
-            capacity: need.saturating_add(need / 4),
+            capacity: if renewed {
+                need.saturating_add(need / 4)
+            } else {
+                planned(need)
+            },
         }
     } else if now > capacity {
         // Far more than the largest chunk: taken only if a cycle needs it again.
@@ -118,39 +142,44 @@ mod tests {
         let slack = 2 * LARGE_THRESHOLD;
         // A chunk that holds the need, within the slack: kept.
         assert_eq!(
-            decide(70_000, 64_000, 64_000, 0),
+            decide(70_000, false, 64_000, 64_000, 0),
             Decision::Keep { plan: 0 }
         );
         assert_eq!(
-            decide(64_000 + slack, 64_000, 64_000, 0),
+            decide(64_000 + slack, false, 64_000, 64_000, 0),
             Decision::Keep { plan: 0 }
         );
         // A big need keeps a chunk up to 1.5x.
         assert_eq!(
-            decide(1_500_000, 1_000_000, 1_000_000, 0),
+            decide(1_500_000, false, 1_000_000, 1_000_000, 0),
             Decision::Keep { plan: 0 }
         );
         // Oversized: renewed for the window's need and a sixteenth, or the reservation.
         assert_eq!(
-            decide(16 << 20, 64_000, 64_000, 0),
+            decide(16 << 20, false, 64_000, 64_000, 0),
             Decision::Renew { capacity: 68_000 }
         );
         assert_eq!(
-            decide(16 << 20, 64_000, 64_000, 1 << 20),
+            decide(16 << 20, false, 64_000, 64_000, 1 << 20),
             Decision::Renew { capacity: 1 << 20 }
         );
         assert_eq!(
-            decide(16 << 20, 64_000, 64_000, 16 << 20),
+            decide(16 << 20, false, 64_000, 64_000, 16 << 20),
             Decision::Keep { plan: 0 }
         );
         // The cycle outgrew the chunk, by at most three times: renewed now.
         assert_eq!(
-            decide(32_000, 40_000, 48_000, 0),
+            decide(32_000, false, 40_000, 48_000, 0),
+            Decision::Renew { capacity: 51_000 }
+        );
+        // ... a quarter more when the chunk outgrown was one a reset took.
+        assert_eq!(
+            decide(32_000, true, 40_000, 48_000, 0),
             Decision::Renew { capacity: 60_000 }
         );
         // By more: the next chunk is planned.
         assert_eq!(
-            decide(32_000, 160_000, 160_000, 0),
+            decide(32_000, false, 160_000, 160_000, 0),
             Decision::Keep { plan: 170_000 }
         );
     }

@@ -393,12 +393,19 @@ impl<A: Allocator> SyncArena<A> {
         };
         chunks.spares = unlink(chunks.spares, keep);
         chunks.plan = 0;
-        let renew = match decide(keep.capacity(), now, need, chunks.reserved) {
+        let renew = match decide(
+            keep.capacity(),
+            chunks.recent.renewed,
+            now,
+            need,
+            chunks.reserved,
+        ) {
             Decision::Keep { plan } => {
                 chunks.plan = plan;
                 None
             }
             Decision::Renew { capacity } => {
+                chunks.recent.renewed = true;
                 // Every chunk goes back first (below), so that the arena never holds both.
                 keep.set_next(chunks.spares);
                 chunks.spares = Some(keep);

@@ -15,6 +15,8 @@ pub struct Counting {
     pub frees: Cell<usize>,
     /// Bytes currently allocated.
     pub live: Cell<usize>,
+    /// The most bytes allocated at once since the last [`restart_peak`](Self::restart_peak).
+    pub peak: Cell<usize>,
     /// When set, `allocate` fails.
     pub fail: Cell<bool>,
 }
@@ -23,6 +25,11 @@ impl Counting {
     /// Backing calls made so far (allocations and deallocations).
     pub fn calls(&self) -> usize {
         self.allocs.get() + self.frees.get()
+    }
+
+    /// Starts a new peak from the bytes allocated now.
+    pub fn restart_peak(&self) {
+        self.peak.set(self.live.get());
     }
 }
 
@@ -36,6 +43,7 @@ unsafe impl Allocator for Counting {
         let block = Global.allocate(layout)?;
         self.allocs.set(self.allocs.get() + 1);
         self.live.set(self.live.get() + layout.size());
+        self.peak.set(self.peak.get().max(self.live.get()));
         Ok(block)
     }
 
