@@ -65,10 +65,6 @@ fn edge(x: u64, edge: u8) -> usize {
     }
 }
 
-fn next_pow2(x: u128) -> u128 {
-    x.max(1).next_power_of_two()
-}
-
 /// Whether `size` at `align` is a valid `Layout`: rounded up to `align`, at most `isize::MAX`.
 fn valid(size: u128, align: u128) -> bool {
     size.next_multiple_of(align) <= ISIZE_MAX
@@ -99,14 +95,10 @@ fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Optio
         return Some((regular, nominal));
     }
     let wanted = if slack { (own * 2).min(USIZE_MAX) } else { own };
-    let pow = next_pow2(wanted + MALLOC_OVERHEAD);
-    let mut rounded = if wanted + MALLOC_OVERHEAD <= USIZE_MAX
-        && pow <= USIZE_MAX
-        && pow <= f::MAX_CHUNK_SIZE as u128
-    {
-        pow - MALLOC_OVERHEAD
-    } else if wanted.next_multiple_of(4096) <= USIZE_MAX {
-        wanted.next_multiple_of(4096)
+    // Rounded as `with_capacity` rounds: 512 bytes up to 32 KiB, pages above.
+    let block = round_block_model(wanted + MALLOC_OVERHEAD);
+    let mut rounded = if block <= USIZE_MAX {
+        block - MALLOC_OVERHEAD
     } else {
         own
     };
@@ -123,16 +115,21 @@ fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Optio
     })
 }
 
-/// `with_capacity`'s chunk: the capacity, the header and malloc's overhead, rounded up to a
-/// multiple of the first chunk's size (512) up to 32 KiB and to whole pages (4 KiB) above.
-fn capacity_model(capacity: u128) -> Option<(u128, u128)> {
-    let required = capacity + f::HEADER_SIZE as u128 + MALLOC_OVERHEAD;
+/// A block size rounded up to a multiple of the first chunk's size (512) up to 32 KiB and to
+/// whole pages (4 KiB) above.
+fn round_block_model(required: u128) -> u128 {
     let first = f::FIRST_CHUNK_SIZE as u128;
-    let nominal = if required <= 8 * 4096 {
+    if required <= 8 * 4096 {
         required.max(first).next_multiple_of(first)
     } else {
         required.next_multiple_of(4096)
-    };
+    }
+}
+
+/// `with_capacity`'s chunk: the capacity, the header and malloc's overhead, rounded.
+fn capacity_model(capacity: u128) -> Option<(u128, u128)> {
+    let required = capacity + f::HEADER_SIZE as u128 + MALLOC_OVERHEAD;
+    let nominal = round_block_model(required);
     if required > USIZE_MAX || nominal > USIZE_MAX {
         return None;
     }

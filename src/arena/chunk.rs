@@ -228,11 +228,12 @@ const OUTSIZED_MIN: usize = 64 * 1024;
 /// The block size to request for a chunk that must hold `layout`.
 ///
 /// `growth` is the sum of the nominal sizes of the chunks taken so far that count for growth. A
-/// regular chunk's nominal size is a power of two at least that sum (so a reset loop converges
-/// to one chunk), capped at [`MAX_CHUNK_SIZE`]. A request that does not fit the regular chunk
-/// gets a power-of-two chunk (of twice its size when `slack` is set, for a block that is growing,
-/// so it can keep growing in place), which counts for growth unless it is outsized; a fresh
-/// outsized request gets a chunk of exactly its size. Returns `(block size, nominal size to add
+/// regular chunk's nominal size is half that sum ([`regular_nominal`]). A request that does not
+/// fit the regular chunk gets a chunk of its own size (twice its size when `slack` is set, for a
+/// block that is growing, so it can keep growing in place: a block that grows one element at a
+/// time then moves to chunks that double, which hold at most about twice the last one together),
+/// rounded up as [`chunk_size_for_capacity`] rounds, which counts for growth unless it is
+/// outsized; a fresh outsized request gets a chunk of exactly its size. Returns `(block size, nominal size to add
 /// to the growth state)`, or `None` when the sizes overflow.
 pub(crate) fn chunk_size_for(layout: Layout, growth: usize, slack: bool) -> Option<(usize, usize)> {
     let own = min_chunk_size(layout)?;
@@ -242,18 +243,12 @@ pub(crate) fn chunk_size_for(layout: Layout, growth: usize, slack: bool) -> Opti
         return Some((regular, nominal));
     }
     let wanted = if slack { own.saturating_mul(2) } else { own };
-    let rounded = match wanted
+    let rounded = wanted
         .checked_add(MALLOC_OVERHEAD)
-        .and_then(usize::checked_next_power_of_two)
-    {
-        Some(pow) if pow <= MAX_CHUNK_SIZE => pow - MALLOC_OVERHEAD,
-        _ => wanted.checked_next_multiple_of(4096).unwrap_or(own),
-    };
-    let rounded = if Layout::from_size_align(rounded, CHUNK_ALIGN).is_ok() {
-        rounded
-    } else {
-        own
-    };
+        .and_then(round_block)
+        .map(|nominal| nominal - MALLOC_OVERHEAD)
+        .filter(|&size| Layout::from_size_align(size, CHUNK_ALIGN).is_ok())
+        .unwrap_or(own);
     let limit = nominal.saturating_mul(OUTSIZED_FACTOR).max(OUTSIZED_MIN);
     Some(if rounded + MALLOC_OVERHEAD <= limit {
         (rounded, rounded + MALLOC_OVERHEAD)
@@ -304,16 +299,24 @@ pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)>
     let required = capacity
         .checked_add(HEADER_SIZE)?
         .checked_add(MALLOC_OVERHEAD)?;
-    let nominal = if required <= 8 * PAGE {
-        required
-            .max(FIRST_CHUNK_SIZE)
-            .next_multiple_of(FIRST_CHUNK_SIZE)
-    } else {
-        required.checked_next_multiple_of(PAGE)?
-    };
+    let nominal = round_block(required)?;
     let size = nominal - MALLOC_OVERHEAD;
     Layout::from_size_align(size, CHUNK_ALIGN).ok()?;
     Some((size, nominal))
+}
+
+/// A block size rounded up a little, as malloc likes it: to 512 bytes up to 32 KiB (from 512),
+/// to whole pages above; `None` on overflow.
+fn round_block(required: usize) -> Option<usize> {
+    if required <= 8 * PAGE {
+        Some(
+            required
+                .max(FIRST_CHUNK_SIZE)
+                .next_multiple_of(FIRST_CHUNK_SIZE),
+        )
+    } else {
+        required.checked_next_multiple_of(PAGE)
+    }
 }
 
 #[cfg(test)]
