@@ -18,6 +18,10 @@ const fn scaled(native: usize, miri: usize) -> usize {
 
 const MIB: usize = 1 << 20;
 
+/// What a collection that grew past the large-block threshold leaves in chunks: the chunks its
+/// smaller sizes took, less than three times the threshold (64 KiB).
+const TRAIL: usize = 3 * 64 * 1024;
+
 /// A backing allocator on `Global` that counts the bytes it holds (the sizes asked for), their
 /// peak, and its calls; `grow` and `shrink` are `Global`'s (realloc).
 #[derive(Default)]
@@ -120,13 +124,18 @@ fn growing_vec_holds_little_more_than_its_buffer() {
     }
     assert!(v.iter().copied().eq(0..n as u64));
     let buffer = v.capacity() * 8;
-    assert_within("Vec<u64> push", meter.peak(), buffer * 135 / 100);
+    // The buffer and the chunks its smaller sizes took (at most three times the threshold) ...
+    assert_within("Vec<u64> push", meter.peak(), buffer + TRAIL);
+    // ... which for a buffer of 1 MiB is at most 1.35x it.
+    if !cfg!(miri) {
+        assert_within("Vec<u64> push", meter.peak(), buffer * 135 / 100);
+    }
     assert_eq!(arena.stats().large_blocks, 1);
     // Freed at once: only the chunks the small sizes took stay (the vector grew through them up
     // to the threshold).
     drop(v);
     assert_eq!(arena.stats().large_blocks, 0);
-    assert!(meter.held() < 3 * 64 * 1024, "{}", meter.held());
+    assert!(meter.held() < TRAIL, "{}", meter.held());
 }
 
 #[test]
@@ -147,13 +156,14 @@ fn hash_map_holds_its_table_and_the_one_before() {
 
 #[test]
 fn buffers_freed_while_not_last_go_back_at_once() {
-    let size = scaled(MIB, 128 * 1024);
+    let size = scaled(MIB, 80 * 1024);
     let meter = Meter::default();
     let arena = Arena::new_in(&meter);
     let mut smalls = std::vec::Vec::new();
     for i in 0..10u8 {
         let mut v: Vec<u8, &Arena<&Meter>> = Vec::with_capacity_in(size, &arena);
-        v.resize(size, i);
+        // (Under Miri, which writes a byte at a time, only the start of it.)
+        v.resize(scaled(size, 64), i);
         // A block after it: the buffer is not the last block when it is freed.
         smalls.push(arena.alloc(i));
         drop(v);
@@ -176,7 +186,7 @@ fn vec_in_scope(scope: &mut ArenaRef<'_>, size: usize) {
 
 #[test]
 fn a_large_vec_built_in_a_scope_is_freed_by_its_exit() {
-    let size = scaled(8 * MIB, 512 * 1024);
+    let size = scaled(8 * MIB, 80 * 1024);
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     arena.alloc_slice_fill_copy(1000, 1u8);
@@ -198,16 +208,17 @@ fn a_large_vec_built_in_a_scope_is_freed_by_its_exit() {
 fn a_checkpoint_restore_frees_the_large_blocks_made_after_it() {
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
-    let kept = arena.alloc_slice_fill_copy(100_000, 7u8).as_ptr();
+    let kept = arena.alloc_slice_fill_copy(70_000, 7u8).as_ptr();
     let cp = arena.checkpoint();
-    arena.alloc_slice_fill_copy(200_000, 8u8);
-    arena.alloc_slice_fill_copy(300_000, 9u8);
+    // Left unwritten: only their blocks matter here.
+    arena.alloc_layout(Layout::array::<u8>(200_000).unwrap());
+    arena.alloc_layout(Layout::array::<u8>(300_000).unwrap());
     assert_eq!(arena.stats().large_blocks, 3);
     // SAFETY: `cp` is from this arena; nothing allocated after it is used again.
     unsafe { arena.reset_to(cp) };
     assert_eq!(arena.stats().large_blocks, 1);
     // SAFETY: allocated before the checkpoint, so still live.
-    let kept = unsafe { core::slice::from_raw_parts(kept, 100_000) };
+    let kept = unsafe { core::slice::from_raw_parts(kept, 70_000) };
     assert!(kept.iter().all(|&b| b == 7));
     assert_eq!(meter.held(), arena.allocated_bytes_including_metadata());
 }
@@ -258,7 +269,7 @@ fn a_loop_whose_cycles_outgrow_the_chunk_settles_too() {
 fn a_loop_that_builds_a_large_vec_each_cycle_settles_too() {
     // A `Vec` of 80 000 bytes per cycle: a large block in the first cycle; then the chunk the
     // reset plans holds it, and it grows in place there with no backing call.
-    let n = scaled(10_000, 2_000) as u64;
+    let n = scaled(10_000, 8_500) as u64;
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
@@ -286,7 +297,7 @@ fn a_loop_that_builds_a_large_vec_each_cycle_settles_too() {
 
 #[test]
 fn after_a_spike_the_arena_gives_back_within_eight_resets() {
-    let spike = scaled(64 * MIB, 4 * MIB) / 64;
+    let spike = scaled(64 * MIB, MIB) / 64;
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     for _ in 0..4 {
@@ -309,7 +320,7 @@ fn after_a_spike_the_arena_gives_back_within_eight_resets() {
 
 #[test]
 fn a_spike_in_a_scope_is_given_back_as_well() {
-    let spike = scaled(16 * MIB, 2 * MIB) / 64;
+    let spike = scaled(16 * MIB, MIB / 2) / 64;
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     cycle(&mut arena, 1000);
@@ -369,7 +380,7 @@ fn large_blocks_count_in_the_statistics_and_the_limit() {
 
 #[test]
 fn sync_arena_loop_that_builds_a_large_vec_each_cycle_settles() {
-    let n = scaled(10_000, 2_000) as u64;
+    let n = scaled(10_000, 8_500) as u64;
     let meter = Meter::default();
     let mut arena = SyncArena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
@@ -397,11 +408,11 @@ fn sync_arena_large_blocks_follow_the_data_too() {
         for i in 0..n as u64 {
             v.push(i);
         }
-        assert_within(
-            "SyncArena Vec<u64> push",
-            meter.peak(),
-            v.capacity() * 8 * 135 / 100,
-        );
+        let buffer = v.capacity() * 8;
+        assert_within("SyncArena Vec<u64> push", meter.peak(), buffer + TRAIL);
+        if !cfg!(miri) {
+            assert_within("SyncArena Vec<u64> push", meter.peak(), buffer * 135 / 100);
+        }
         let local = arena.local();
         let mut w = Vec::new_in(&local);
         for i in 0..n as u64 {
