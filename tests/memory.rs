@@ -22,6 +22,9 @@ const MIB: usize = 1 << 20;
 /// smaller sizes took, less than three times the threshold (64 KiB).
 const TRAIL: usize = 3 * 64 * 1024;
 
+/// The blocks of 64 B of a steady cycle around the spikes.
+const STEADY: usize = scaled(1000, 250);
+
 /// A backing allocator on `Global` that counts the bytes it holds (the sizes asked for), their
 /// peak, and its calls; `grow` and `shrink` are `Global`'s (realloc).
 #[derive(Default)]
@@ -101,6 +104,38 @@ unsafe impl Allocator for Meter {
     }
 }
 
+/// Appends `src` to `v`: natively a push at a time (what a user's loop does); under Miri, which
+/// interprets every push (and allocator-api2's `extend_from_slice`, a push per element), by
+/// pieces of 64 copied at once after a `reserve`, through the same doubling growth.
+fn push_all<T: Copy, A: Allocator>(v: &mut Vec<T, A>, src: &[T]) {
+    if cfg!(miri) {
+        for piece in src.chunks(64) {
+            v.reserve(piece.len());
+            // SAFETY: `reserve` made room for `piece.len()` more elements past `len`, which the
+            // copy initialises (`T: Copy`) before `set_len` counts them.
+            unsafe {
+                let end = v.as_mut_ptr().add(v.len());
+                end.copy_from_nonoverlapping(piece.as_ptr(), piece.len());
+                v.set_len(v.len() + piece.len());
+            }
+        }
+    } else {
+        for &x in src {
+            v.push(x);
+        }
+    }
+}
+
+/// The values the tests' vectors hold: `0..n` natively; under Miri, where making them one at a
+/// time costs as much as pushing them, one value repeated (a lost or misplaced piece still shows).
+fn values(n: usize) -> std::vec::Vec<u64> {
+    if cfg!(miri) {
+        vec![0x5a5a_5a5a_5a5a_5a5a; n]
+    } else {
+        (0..n as u64).collect()
+    }
+}
+
 /// Asserts `held <= bound`, printing the ratio.
 #[track_caller]
 fn assert_within(what: &str, held: usize, bound: usize) {
@@ -118,11 +153,10 @@ fn growing_vec_holds_little_more_than_its_buffer() {
     let n = scaled(100_000, 20_000);
     let meter = Meter::default();
     let arena = Arena::new_in(&meter);
+    let src = values(n);
     let mut v: Vec<u64, &Arena<&Meter>> = Vec::new_in(&arena);
-    for i in 0..n as u64 {
-        v.push(i);
-    }
-    assert!(v.iter().copied().eq(0..n as u64));
+    push_all(&mut v, &src);
+    assert_eq!(v[..], src[..]);
     let buffer = v.capacity() * 8;
     // The buffer and the chunks its smaller sizes took (at most three times the threshold) ...
     assert_within("Vec<u64> push", meter.peak(), buffer + TRAIL);
@@ -140,7 +174,7 @@ fn growing_vec_holds_little_more_than_its_buffer() {
 
 #[test]
 fn hash_map_holds_its_table_and_the_one_before() {
-    let n = scaled(100_000, 5_000) as u64;
+    let n = scaled(100_000, 3_000) as u64;
     let meter = Meter::default();
     let arena = Arena::new_in(&meter);
     let mut map = hashbrown::HashMap::new_in(&arena);
@@ -177,11 +211,15 @@ fn buffers_freed_while_not_last_go_back_at_once() {
 
 /// An 8 MiB vector built in a scope: its memory goes back when the scope ends.
 fn vec_in_scope(scope: &mut ArenaRef<'_>, size: usize) {
+    // (As in `values`: one value repeated under Miri.)
+    let src: std::vec::Vec<u8> = if cfg!(miri) {
+        vec![0x5a; size]
+    } else {
+        (0..size).map(|i| i as u8).collect()
+    };
     let mut v: Vec<u8, &ArenaRef> = Vec::new_in(&*scope);
-    for i in 0..size {
-        v.push(i as u8);
-    }
-    assert_eq!(v.len(), size);
+    push_all(&mut v, &src);
+    assert_eq!(v[..], src[..]);
 }
 
 #[test]
@@ -208,7 +246,11 @@ fn a_large_vec_built_in_a_scope_is_freed_by_its_exit() {
 fn a_checkpoint_restore_frees_the_large_blocks_made_after_it() {
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
-    let kept = arena.alloc_slice_fill_copy(70_000, 7u8).as_ptr();
+    let kept = arena
+        .alloc_layout(Layout::array::<u8>(100_000).unwrap())
+        .as_ptr();
+    // SAFETY: a fresh block of 100 000 bytes (written at once, not a byte at a time under Miri).
+    unsafe { kept.write_bytes(7, 100_000) };
     let cp = arena.checkpoint();
     // Left unwritten: only their blocks matter here.
     arena.alloc_layout(Layout::array::<u8>(200_000).unwrap());
@@ -218,8 +260,8 @@ fn a_checkpoint_restore_frees_the_large_blocks_made_after_it() {
     unsafe { arena.reset_to(cp) };
     assert_eq!(arena.stats().large_blocks, 1);
     // SAFETY: allocated before the checkpoint, so still live.
-    let kept = unsafe { core::slice::from_raw_parts(kept, 70_000) };
-    assert!(kept.iter().all(|&b| b == 7));
+    let kept = unsafe { core::slice::from_raw_parts(kept, 100_000) };
+    assert_eq!(kept, &vec![7u8; 100_000][..]);
     assert_eq!(meter.held(), arena.allocated_bytes_including_metadata());
 }
 
@@ -269,17 +311,16 @@ fn a_loop_whose_cycles_outgrow_the_chunk_settles_too() {
 fn a_loop_that_builds_a_large_vec_each_cycle_settles_too() {
     // A `Vec` of 80 000 bytes per cycle: a large block in the first cycle; then the chunk the
     // reset plans holds it, and it grows in place there with no backing call.
-    let n = scaled(10_000, 8_500) as u64;
+    let n = scaled(10_000, 8_500);
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
     let mut cap = 0;
+    let src = values(n);
     for _ in 0..8 {
         let mut v: Vec<u64, &Arena<&Meter>> = Vec::new_in(&arena);
-        for i in 0..n {
-            v.push(i);
-        }
-        assert!(v.iter().copied().eq(0..n));
+        push_all(&mut v, &src);
+        assert_eq!(v[..], src[..]);
         cap = v.capacity() * 8;
         drop(v);
         arena.reset();
@@ -301,18 +342,18 @@ fn after_a_spike_the_arena_gives_back_within_eight_resets() {
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     for _ in 0..4 {
-        cycle(&mut arena, 1000);
+        cycle(&mut arena, STEADY);
     }
     cycle(&mut arena, spike);
     let mut held = std::vec::Vec::new();
     for _ in 0..8 {
-        cycle(&mut arena, 1000);
+        cycle(&mut arena, STEADY);
         held.push(meter.held());
     }
     assert_within("8 resets after the spike", held[7], 256 * 1024);
     let calls = meter.calls();
     for _ in 0..8 {
-        cycle(&mut arena, 1000);
+        cycle(&mut arena, STEADY);
     }
     assert_eq!(meter.calls(), calls, "held after each reset: {held:?}");
     assert_eq!(arena.stats().chunks, 1);
@@ -323,7 +364,7 @@ fn a_spike_in_a_scope_is_given_back_as_well() {
     let spike = scaled(16 * MIB, MIB / 2) / 64;
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
-    cycle(&mut arena, 1000);
+    cycle(&mut arena, STEADY);
     arena.with_scope(|scope| {
         for i in 0..spike {
             scope.alloc([i as u8; 64]);
@@ -331,7 +372,7 @@ fn a_spike_in_a_scope_is_given_back_as_well() {
     });
     arena.reset();
     for _ in 0..8 {
-        cycle(&mut arena, 1000);
+        cycle(&mut arena, STEADY);
     }
     assert_within("after a scope's spike", meter.held(), 256 * 1024);
 }
@@ -361,9 +402,13 @@ fn large_blocks_count_in_the_statistics_and_the_limit() {
     let meter = Meter::default();
     let arena = Arena::new_in(&meter);
     arena.set_allocation_limit(Some(MIB));
-    let a = arena
-        .try_alloc_slice_fill_copy(600_000, 1u8)
-        .expect("within the limit");
+    let block = Layout::array::<u8>(600_000).unwrap();
+    let a = arena.try_alloc_layout(block).expect("within the limit");
+    // SAFETY: a fresh block of 600 000 bytes (written at once, not a byte at a time under Miri).
+    let a = unsafe {
+        a.as_ptr().write_bytes(1, block.size());
+        core::slice::from_raw_parts(a.as_ptr(), block.size())
+    };
     let s = arena.stats();
     assert_eq!(s.large_blocks, 1);
     // Counted apart from the chunks' `used_bytes`, in what the arena holds.
@@ -371,25 +416,24 @@ fn large_blocks_count_in_the_statistics_and_the_limit() {
     assert!(s.used_bytes < 600_000);
     assert_eq!(s.allocated_bytes_including_metadata, meter.held());
     // A second one would pass the limit: refused, and nothing changes.
-    assert!(arena.try_alloc_slice_fill_copy(600_000, 2u8).is_err());
+    assert!(arena.try_alloc_layout(block).is_err());
     assert_eq!(arena.stats(), s);
-    assert!(a.iter().all(|&b| b == 1));
+    assert_eq!(a, &vec![1u8; block.size()][..]);
 }
 
 // ----- SyncArena -----
 
 #[test]
 fn sync_arena_loop_that_builds_a_large_vec_each_cycle_settles() {
-    let n = scaled(10_000, 8_500) as u64;
+    let n = scaled(10_000, 8_500);
     let meter = Meter::default();
     let mut arena = SyncArena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
+    let src = values(n);
     for _ in 0..8 {
         let mut v = Vec::new_in(&arena);
-        for i in 0..n {
-            v.push(i);
-        }
-        assert!(v.iter().copied().eq(0..n));
+        push_all(&mut v, &src);
+        assert_eq!(v[..], src[..]);
         drop(v);
         arena.reset();
         calls.push(meter.calls());
@@ -404,10 +448,9 @@ fn sync_arena_large_blocks_follow_the_data_too() {
     let meter = Meter::default();
     let mut arena = SyncArena::new_in(&meter);
     {
+        let src = values(n);
         let mut v = Vec::new_in(&arena);
-        for i in 0..n as u64 {
-            v.push(i);
-        }
+        push_all(&mut v, &src);
         let buffer = v.capacity() * 8;
         assert_within("SyncArena Vec<u64> push", meter.peak(), buffer + TRAIL);
         if !cfg!(miri) {
@@ -415,10 +458,8 @@ fn sync_arena_large_blocks_follow_the_data_too() {
         }
         let local = arena.local();
         let mut w = Vec::new_in(&local);
-        for i in 0..n as u64 {
-            w.push(i);
-        }
-        assert!(w.iter().copied().eq(v.iter().copied()));
+        push_all(&mut w, &src);
+        assert_eq!(w[..], v[..]);
         assert!(arena.stats().large_blocks >= 2);
     }
     // Both freed when dropped (the handle's through the handle). A piece the handle took of
@@ -427,7 +468,7 @@ fn sync_arena_large_blocks_follow_the_data_too() {
     let pieces = arena.stats().large_blocks;
     assert!(pieces <= 1, "{pieces}");
     let local = arena.local();
-    local.alloc_slice_fill_copy(200_000, 3u8);
+    local.alloc_layout(Layout::array::<u8>(200_000).unwrap());
     drop(local);
     // A dropped handle's large block lives until the shared arena's reset.
     assert_eq!(arena.stats().large_blocks, pieces + 1);
