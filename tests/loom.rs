@@ -159,38 +159,50 @@ fn local_pieces_and_give_back() {
 }
 
 /// A block allocated on one thread is freed on another (into its owner's shard) while the owner
-/// allocates: the slot is reused by exactly one owner, and the counts stay exact.
+/// allocates: the slot is reused by exactly one owner, and the counts stay exact. With two shards
+/// the threads use different ones (a remote free); with one, they contend for the same lock.
 #[test]
 fn pool_cross_thread_free() {
-    model("pool_cross_thread_free", || {
-        let pool = Arc::new(SyncPool::with_shards_in(Layout::new::<u64>(), 2, Global));
-        let first = Box::new_in(1u64, &*pool);
-        let raw = Box::into_raw(first) as usize;
-        let other = {
-            let pool = pool.clone();
-            thread::spawn(move || {
-                // SAFETY: the box was allocated from `pool` on the other thread and is only
-                // freed here.
-                let b = unsafe { Box::from_raw_in(raw as *mut u64, &*pool) };
-                assert_eq!(*b, 1);
-                drop(b);
-                let mine = Box::new_in(2u64, &*pool);
-                assert_eq!(*mine, 2);
-                Box::into_raw(mine) as usize
-            })
-        };
-        let second = Box::new_in(3u64, &*pool);
-        let theirs = other.join().unwrap();
-        assert_ne!(
-            theirs, &*second as *const u64 as usize,
-            "a slot with two owners"
+    for shards in [2, 1] {
+        model(
+            &format!("pool_cross_thread_free, {shards} shard(s)"),
+            move || cross_thread_free(shards),
         );
-        // SAFETY: as above.
-        let theirs = unsafe { Box::from_raw_in(theirs as *mut u64, &*pool) };
-        assert_eq!((*theirs, *second), (2, 3));
-        drop((theirs, second));
-        assert_eq!(pool.stats().in_use, 0);
-    });
+    }
+}
+
+fn cross_thread_free(shards: usize) {
+    let pool = Arc::new(SyncPool::with_shards_in(
+        Layout::new::<u64>(),
+        shards,
+        Global,
+    ));
+    let first = Box::new_in(1u64, &*pool);
+    let raw = Box::into_raw(first) as usize;
+    let other = {
+        let pool = pool.clone();
+        thread::spawn(move || {
+            // SAFETY: the box was allocated from `pool` on the other thread and is only
+            // freed here.
+            let b = unsafe { Box::from_raw_in(raw as *mut u64, &*pool) };
+            assert_eq!(*b, 1);
+            drop(b);
+            let mine = Box::new_in(2u64, &*pool);
+            assert_eq!(*mine, 2);
+            Box::into_raw(mine) as usize
+        })
+    };
+    let second = Box::new_in(3u64, &*pool);
+    let theirs = other.join().unwrap();
+    assert_ne!(
+        theirs, &*second as *const u64 as usize,
+        "a slot with two owners"
+    );
+    // SAFETY: as above.
+    let theirs = unsafe { Box::from_raw_in(theirs as *mut u64, &*pool) };
+    assert_eq!((*theirs, *second), (2, 3));
+    drop((theirs, second));
+    assert_eq!(pool.stats().in_use, 0);
 }
 
 /// Two threads free blocks of a third into the same shard while that thread allocates from it.

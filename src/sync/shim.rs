@@ -205,13 +205,26 @@ fn thread_number() -> Option<usize> {
         .ok()
 }
 
-/// Under loom: a deterministic function of loom's thread id (loom replays each execution, so the
-/// number must not depend on a counter that lives across executions).
+/// Under loom: the thread's index within the execution (0 for the model's main thread, then 1, 2,
+/// .. in spawn order), so that every replay of an execution gives each thread the same shard.
+/// loom's `ThreadId` also carries a process-wide execution counter, which its `Hash` includes and
+/// its `Debug` leaves out: hashing it made a thread's shard differ between replays, and loom then
+/// explored without end.
 #[cfg(loom)]
 fn thread_number() -> Option<usize> {
-    use std::hash::{DefaultHasher, Hash, Hasher};
+    use core::fmt::Write;
 
-    let mut hasher = DefaultHasher::new();
-    loom::thread::current().id().hash(&mut hasher);
-    Some(hasher.finish() as usize & (usize::MAX >> 1))
+    /// Reads the number out of `ThreadId(N)` as it is formatted.
+    struct Digits(usize);
+    impl Write for Digits {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for digit in s.chars().filter_map(|c| c.to_digit(10)) {
+                self.0 = self.0.wrapping_mul(10).wrapping_add(digit as usize);
+            }
+            Ok(())
+        }
+    }
+    let mut digits = Digits(0);
+    write!(digits, "{:?}", loom::thread::current().id()).ok()?;
+    Some(digits.0)
 }
