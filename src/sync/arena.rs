@@ -413,14 +413,8 @@ impl<A: Allocator> SyncArena<A> {
             }
         };
         // Every spare goes back.
-        let mut spare = chunks.spares.take();
-        while let Some(c) = spare {
-            spare = c.next();
-            chunks.held -= c.header().size;
-            chunks.count -= 1;
-            // SAFETY: a spare holds no live block, and `&mut self` proves no thread uses it.
-            unsafe { free_chunk(&self.alloc, c) };
-        }
+        self.trim();
+        let chunks = self.chunks.get_mut();
         let keep = match renew {
             None => Some(keep),
             // Should the backing allocator or the limit refuse the chunk, the arena holds none,
