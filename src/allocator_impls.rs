@@ -11,7 +11,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Layout};
 #[cfg(feature = "std")]
 use crate::SyncPool;
 use crate::arena::{Arena, ArenaRef};
-use crate::{Pool, SizeClassPool};
+use crate::{Pool, SizeClassPool, TypedPool};
 
 /// Implements `Allocator` for an arena type with private `raw()` and `src()` accessors.
 macro_rules! arena_allocator {
@@ -138,13 +138,13 @@ unsafe impl<A: Allocator> Allocator for crate::SyncArena<A> {
 
 /// Implements `Allocator` for a pool type with inherent `*_impl` methods.
 macro_rules! pool_allocator {
-    ($ty:ident) => {
+    ([$($generics:tt)*] $ty:ty) => {
         // SAFETY: pooled blocks are distinct free slots of slabs or pages the pool owns (a slot is on a
         // free list or handed out, never both), aligned and at least as long as reported; other blocks come
         // from `A` and go back to it, routed by layout alone, which is constant over every size a caller
         // may pass for a block. Blocks stay valid until deallocated, `reset`, `trim` or drop, which need
         // `&mut`/ownership. Moving the pool does not move its slabs.
-        unsafe impl<A: Allocator> Allocator for $ty<A> {
+        unsafe impl<$($generics)*> Allocator for $ty {
             #[inline]
             fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
                 self.allocate_impl(layout)
@@ -197,8 +197,10 @@ macro_rules! pool_allocator {
     };
 }
 
-pool_allocator!(Pool);
-pool_allocator!(SizeClassPool);
+pool_allocator!([A: Allocator] Pool<A>);
+// A `Pool`'s rules, with the slot shape as a constant.
+pool_allocator!([T, A: Allocator] TypedPool<T, A>);
+pool_allocator!([A: Allocator] SizeClassPool<A>);
 // Its slots are the shards' `Pool` slots, each taken and given back under its shard's lock.
 #[cfg(feature = "std")]
-pool_allocator!(SyncPool);
+pool_allocator!([A: Allocator] SyncPool<A>);

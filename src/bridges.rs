@@ -81,6 +81,7 @@ macro_rules! bridge_all {
         bridge!($krate, [A: Allocator02] Arena<A>);
         bridge!($krate, ['a] ArenaRef<'a>);
         bridge!($krate, [A: Allocator02] Pool<A>);
+        bridge!($krate, [T, A: Allocator02] crate::TypedPool<T, A>);
         bridge!($krate, [A: Allocator02] SizeClassPool<A>);
         #[cfg(feature = "std")]
         bridge!($krate, [A: Allocator02] crate::SyncArena<A>);

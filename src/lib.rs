@@ -31,6 +31,8 @@ pub use allocator_api2;
 pub use allocator_api2::alloc::AllocError;
 pub use arena::{Arena, ArenaRef, ArenaStats, Checkpoint, ScopeGuard};
 pub use error::AllocOrInitError;
-pub use pool::{ClassStats, Pool, PoolStats, SizeClassOptions, SizeClassPool, SizeClassStats};
+pub use pool::{
+    ClassStats, Pool, PoolStats, SizeClassOptions, SizeClassPool, SizeClassStats, TypedPool,
+};
 #[cfg(feature = "std")]
 pub use sync::{LocalArena, SyncArena, SyncPool};

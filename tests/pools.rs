@@ -1,7 +1,7 @@
-//! Integration tests of the pools, `Pool` and `SizeClassPool`, through allocator-api2's
+//! Integration tests of the pools, `Pool`, `TypedPool` and `SizeClassPool`, through allocator-api2's
 //! `Allocator` trait and the collections built on it (DESIGN §6, notes/pools.md §3.0–3.2, §3.4).
 //!
-//! - `pool_model` / `size_class_model`: proptest op sequences (allocate, allocate_zeroed,
+//! - `pool_model` / `typed_pool_model` / `size_class_model`: proptest op sequences (allocate, allocate_zeroed,
 //!   deallocate with any size of the fit range, grow, grow_zeroed, shrink, free-then-allocate),
 //!   over sizes 0..600 and alignments 1..=64, checked after every op against a model of the live
 //!   blocks: alignment, reported length, no overlap, contents, the pools' live counters, and that
@@ -27,7 +27,7 @@ use std::ptr::NonNull;
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 use arena_pool::allocator_api2::boxed::Box;
 use arena_pool::allocator_api2::vec::Vec as AVec;
-use arena_pool::{Arena, Pool, SizeClassOptions, SizeClassPool};
+use arena_pool::{Arena, Pool, SizeClassOptions, SizeClassPool, TypedPool};
 use common::Counting;
 use proptest::prelude::*;
 
@@ -279,6 +279,31 @@ impl Subject for Pool<&Counting> {
         assert_eq!(s.capacity, self.capacity());
         assert!(s.capacity >= pooled);
         assert!(s.bytes_held >= s.capacity * s.slot_size);
+    }
+}
+
+/// A `TypedPool` follows a `Pool`'s rules: the same answers, from its pool.
+impl<T> Subject for TypedPool<T, &Counting> {
+    fn route(&self, l: Layout) -> Option<usize> {
+        self.as_pool().route(l)
+    }
+
+    fn fitting(&self, size: usize, align_pow: u32) -> Layout {
+        self.as_pool().fitting(size, align_pow)
+    }
+
+    fn class_pages(&self, _: usize) -> usize {
+        0
+    }
+
+    fn strict_lifo(&self) -> bool {
+        true
+    }
+
+    fn check_counts(&self, blocks: &[Block]) {
+        self.as_pool().check_counts(blocks);
+        assert_eq!(self.in_use(), self.as_pool().in_use());
+        assert_eq!(self.capacity(), self.as_pool().capacity());
     }
 }
 
@@ -722,6 +747,34 @@ proptest! {
     }
 
     #[test]
+    fn typed_pool_model(which in 0..6usize, ops in ops(), drop_order in any::<u64>()) {
+        /// Runs the model on a `TypedPool<T>` and checks its slot against a `Pool`'s for `T`.
+        fn run<T>(ops: &[Op], drop_order: u64) {
+            let counting = Counting::default();
+            let mut pool = TypedPool::<T, _>::new_in(&counting);
+            let (slot_size, slot_align) = expected_slot(Layout::new::<T>());
+            assert_eq!(pool.as_pool().slot_layout(), Layout::new::<T>());
+            assert_eq!((pool.stats().slot_size, pool.stats().slot_align), (slot_size, slot_align));
+            run_model(&pool, ops, drop_order);
+            assert_eq!(pool.in_use(), 0);
+            pool.trim();
+            assert_eq!((pool.capacity(), pool.stats().bytes_held), (0, 0));
+            drop(pool);
+            assert_eq!(counting.live.get(), 0, "the pool leaked backing memory");
+        }
+        #[repr(align(64))]
+        struct Aligned64(#[allow(dead_code)] [u8; 80]);
+        match which {
+            0 => run::<()>(&ops, drop_order),
+            1 => run::<u8>(&ops, drop_order),
+            2 => run::<u64>(&ops, drop_order),
+            3 => run::<[u8; 24]>(&ops, drop_order),
+            4 => run::<[u64; 13]>(&ops, drop_order),
+            _ => run::<Aligned64>(&ops, drop_order),
+        }
+    }
+
+    #[test]
     fn size_class_model(
         options in size_class_options(),
         ops in ops(),
@@ -860,6 +913,104 @@ fn pool_box_churn_is_steady_after_the_first_round() {
     assert_eq!(pool.in_use(), 0);
     assert!(pool.capacity() >= n as usize);
     assert_eq!(pool.stats().fallback_blocks, 0);
+    drop(pool);
+    assert_eq!(counting.live.get(), 0);
+}
+
+#[test]
+fn typed_pool_box_churn_is_steady_after_the_first_round() {
+    let (rounds, n) = if cfg!(miri) { (10, 50) } else { (200, 1000) };
+    let counting = Counting::default();
+    let pool = TypedPool::<[u64; 3], _>::new_in(&counting);
+    box_churn(
+        &counting,
+        rounds,
+        n,
+        |r, i| Box::new_in([r, i, r ^ i], &pool),
+        |b, r, i| assert_eq!(**b, [r, i, r ^ i]),
+    );
+    assert_eq!(pool.in_use(), 0);
+    assert!(pool.capacity() >= n as usize);
+    assert_eq!(pool.stats().fallback_blocks, 0);
+    drop(pool);
+    assert_eq!(counting.live.get(), 0);
+}
+
+/// A list whose nodes point to each other through the pool they live in; a `Vec` of the type,
+/// which fits a slot while it holds one value and moves to the backing allocator after; a
+/// capacity, `reset` and `Debug`.
+#[test]
+fn typed_pool_serves_recursive_types_and_other_layouts() {
+    struct Node<'p> {
+        value: u64,
+        next: Option<Box<Node<'p>, &'p TypedPool<Node<'p>, &'p Counting>>>,
+    }
+    let counting = Counting::default();
+    let mut pool = TypedPool::<Node<'_>, _>::with_capacity_in(100, &counting);
+    assert!(pool.capacity() >= 100);
+    let held = counting.live.get();
+    let n = if cfg!(miri) { 20 } else { 100 };
+    {
+        let mut head = None;
+        for value in 0..n {
+            head = Some(Box::new_in(Node { value, next: head }, &pool));
+        }
+        assert_eq!(pool.in_use(), n as usize);
+        assert_eq!(counting.live.get(), held, "the first slab holds the list");
+        let mut sum = 0;
+        let mut node = head.as_deref();
+        while let Some(x) = node {
+            sum += x.value;
+            node = x.next.as_deref();
+        }
+        assert_eq!(sum, n * (n - 1) / 2);
+        // Unlink the list node by node (a recursive drop would be deep).
+        while let Some(mut x) = head {
+            head = x.next.take();
+        }
+    }
+    assert_eq!(pool.in_use(), 0);
+
+    let mut v: AVec<u64, _> = AVec::with_capacity_in(1, &pool);
+    v.push(7);
+    assert_eq!(
+        (pool.in_use(), pool.stats().fallback_blocks),
+        (1, 0),
+        "one u64 fits the slot"
+    );
+    v.extend(0..40);
+    assert_eq!(
+        (pool.in_use(), pool.stats().fallback_blocks),
+        (0, 1),
+        "moved to the backing"
+    );
+    assert_eq!(v[0], 7);
+    assert_eq!(v.iter().skip(1).sum::<u64>(), (0..40).sum::<u64>());
+    v.truncate(1);
+    v.shrink_to_fit();
+    assert_eq!(
+        (pool.in_use(), pool.stats().fallback_blocks),
+        (1, 0),
+        "back in a slot"
+    );
+    assert_eq!(v[0], 7);
+    drop(v);
+
+    let b = Box::new_in(
+        Node {
+            value: 1,
+            next: None,
+        },
+        &pool,
+    );
+    drop(b);
+    pool.reset();
+    assert_eq!(pool.in_use(), 0);
+    let debug = format!("{pool:?}");
+    assert!(
+        debug.starts_with("TypedPool") && debug.contains("Node"),
+        "{debug}"
+    );
     drop(pool);
     assert_eq!(counting.live.get(), 0);
 }

@@ -28,7 +28,7 @@ use arena_pool_benches::harness::{Driver, Runner, arena_pool_bench_measured_work
 use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{
     FastallocSlots, Layout, MixHasher, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots,
-    SlotFamily, SlotStore, SyncPoolSlots, SystemBox, XorShift,
+    SlotFamily, SlotStore, SyncPoolSlots, SystemBox, TypedPoolSlots, XorShift,
 };
 
 /// Live blocks of the fill-then-drain cases.
@@ -226,6 +226,7 @@ fn slot_row(r: &mut Runner<'_>, name: &str, case: SlotCase) {
         r.bench(F::NAME, name, case.ops(), |d| case.run::<F>(d));
     }
     one::<PoolSlots>(r, name, case);
+    one::<TypedPoolSlots>(r, name, case);
     one::<SyncPoolSlots>(r, name, case);
     one::<SystemBox>(r, name, case);
     one::<SlabSlots>(r, name, case);

@@ -16,7 +16,7 @@ mod typed;
 
 pub use slots::{
     FastallocSlots, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlabStore, SlotFamily,
-    SlotStore, SyncPoolSlots, SystemBox,
+    SlotStore, SyncPoolSlots, SystemBox, TypedPoolSlots,
 };
 pub use typed::TypedAlloc;
 

@@ -1,7 +1,7 @@
 //! [`SlotStore`]: slot-level pools behind one trait (insert a value, get an owning handle, remove
 //! it by the handle), so that a `pools` case runs the same code for every crate, and
-//! [`SlotFamily`], which names a crate's store for any value type. arena-pool's entry is
-//! `Box<T, &Pool>`; the system allocator's is `Box<T>`.
+//! [`SlotFamily`], which names a crate's store for any value type. arena-pool's entries are
+//! `Box<T, &Pool>` and `Box<T, &TypedPool<T>>`; the system allocator's is `Box<T>`.
 
 use core::cell::UnsafeCell;
 
@@ -62,6 +62,36 @@ impl<T> SlotStore<T> for arena_pool::Pool {
     type Handle<'s> = allocator_api2::boxed::Box<T, &'s arena_pool::Pool>;
     fn with_capacity(_capacity: usize) -> Self {
         arena_pool::Pool::for_type::<T>()
+    }
+    #[inline(always)]
+    fn insert(&self, value: T) -> Self::Handle<'_> {
+        allocator_api2::boxed::Box::new_in(value, self)
+    }
+    #[inline(always)]
+    fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
+        drop(handle);
+    }
+    #[inline(always)]
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
+        allocator_api2::boxed::Box::into_inner(handle)
+    }
+}
+
+/// arena-pool: `Box<T, &TypedPool<T>>`, a pool whose slot size and alignment are constants.
+pub struct TypedPoolSlots;
+
+impl SlotFamily for TypedPoolSlots {
+    const NAME: &'static str = "arena-pool-TypedPool";
+    type Store<T: fastalloc::Poolable> = arena_pool::TypedPool<T>;
+}
+
+impl<T> SlotStore<T> for arena_pool::TypedPool<T> {
+    type Handle<'s>
+        = allocator_api2::boxed::Box<T, &'s arena_pool::TypedPool<T>>
+    where
+        T: 's;
+    fn with_capacity(_capacity: usize) -> Self {
+        arena_pool::TypedPool::new()
     }
     #[inline(always)]
     fn insert(&self, value: T) -> Self::Handle<'_> {

@@ -1,4 +1,4 @@
-//! Pools: [`Pool`] (one slot size) and [`SizeClassPool`] (mixed sizes), allocators that free and
+//! Pools: [`Pool`] (one slot size), [`TypedPool`] (one type) and [`SizeClassPool`] (mixed sizes), allocators that free and
 //! reuse every block.
 
 use core::alloc::Layout;
@@ -11,9 +11,11 @@ mod free_list;
 mod size_class;
 mod slab;
 mod slot_pool;
+mod typed_pool;
 
 pub use size_class::{ClassStats, SizeClassOptions, SizeClassPool, SizeClassStats};
 pub use slot_pool::{Pool, PoolStats};
+pub use typed_pool::TypedPool;
 
 /// Fuzz builds only: the size-class and slab arithmetic, re-exported by `crate::__fuzzing`.
 #[cfg(fuzzing)]

@@ -22,6 +22,51 @@ const MIN_SLAB_SLOTS: usize = 8;
 /// Slabs are aligned to this and registered in the address map in granules of this size.
 const GRANULE_SHIFT: u32 = 12;
 
+/// A slot's size (the stride) and alignment, as the allocation paths use them: read from the
+/// pool ([`Pool`]) or known at compile time ([`TypedPool`](super::TypedPool)), in which case the
+/// routing checks against a layout that is known at compile time too (a `Box<T>`'s) fold away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SlotShape {
+    pub(crate) size: usize,
+    pub(crate) align: usize,
+}
+
+impl SlotShape {
+    /// The slots of a pool made for `layout`: its size rounded up to its alignment and to at
+    /// least a pointer, aligned to its alignment and at least a pointer's (the free list's link
+    /// lives in a free slot).
+    pub(crate) const fn for_layout(layout: Layout) -> SlotShape {
+        let align = if layout.align() > align_of::<usize>() {
+            layout.align()
+        } else {
+            align_of::<usize>()
+        };
+        let size = if layout.size() > size_of::<usize>() {
+            layout.size()
+        } else {
+            size_of::<usize>()
+        };
+        // Rounding a valid layout's size up to its alignment cannot overflow isize::MAX.
+        SlotShape {
+            size: size.next_multiple_of(align),
+            align,
+        }
+    }
+
+    /// Whether `layout` is served from a slot (routing depends on the layout only).
+    #[inline(always)]
+    fn pooled(self, layout: Layout) -> bool {
+        layout.size() != 0 && layout.size() <= self.size && self.fits_align(layout)
+    }
+
+    /// Whether a slot is aligned enough for `layout`. Slots are at least pointer-aligned, so an
+    /// alignment known at compile time to be at most that needs no load.
+    #[inline(always)]
+    fn fits_align(self, layout: Layout) -> bool {
+        layout.align() <= align_of::<usize>() || layout.align() <= self.align
+    }
+}
+
 /// A pool of fixed-size slots: allocation and deallocation are O(1) pops and pushes on an
 /// intrusive free list, and a freed slot is handed out again by the next allocation.
 ///
@@ -126,13 +171,7 @@ impl<A: Allocator> Pool<A> {
     ///   allocation from a free slot or the slab being carved, a layout that goes to `alloc`, the
     ///   statistics) is served.
     pub fn new_in(layout: Layout, alloc: A) -> Pool<A> {
-        let align = layout.align().max(align_of::<usize>());
-        // Rounding a valid layout's size up to its alignment cannot overflow isize::MAX, and
-        // neither can rounding it up to a pointer's size.
-        let slot = layout
-            .size()
-            .max(size_of::<usize>())
-            .next_multiple_of(align);
+        let SlotShape { size: slot, align } = SlotShape::for_layout(layout);
         let first_slots = (FIRST_SLAB_BYTES / slot).max(MIN_SLAB_SLOTS);
         Pool {
             layout,
@@ -301,28 +340,25 @@ impl<A: Allocator> Pool<A> {
 
     // ----- the slot path -----
 
-    /// Whether `layout` is served from a slot (routing depends on the layout only).
+    /// The slots' size and alignment, read from the pool.
     #[inline(always)]
-    fn pooled(&self, layout: Layout) -> bool {
-        layout.size() != 0 && layout.size() <= self.slot && self.fits_align(layout)
+    fn shape(&self) -> SlotShape {
+        SlotShape {
+            size: self.slot,
+            align: self.align,
+        }
     }
 
-    /// Whether a slot is aligned enough for `layout`. Slots are at least pointer-aligned, so an
-    /// alignment known at compile time to be at most that needs no load.
+    /// Takes a slot; `slot` is the slot size (`self.slot`, or the same value as a constant).
     #[inline(always)]
-    fn fits_align(&self, layout: Layout) -> bool {
-        layout.align() <= align_of::<usize>() || layout.align() <= self.align
-    }
-
-    #[inline]
-    fn take_slot(&self) -> Result<NonNull<u8>, AllocError> {
+    fn take_slot(&self, slot: usize) -> Result<NonNull<u8>, AllocError> {
         let p = match self.free.pop() {
             Some(p) => p,
             None => {
                 let c = self.carve.get();
-                if self.carve_end.get().addr().get() - c.addr().get() >= self.slot {
+                if self.carve_end.get().addr().get() - c.addr().get() >= slot {
                     // SAFETY: at least one slot's worth of bytes is left in the carve region.
-                    self.carve.set(unsafe { c.add(self.slot) });
+                    self.carve.set(unsafe { c.add(slot) });
                     c
                 } else {
                     self.take_slot_slow()?
@@ -477,43 +513,23 @@ impl<A: Allocator> Pool<A> {
     }
 
     // ----- the Allocator rules -----
+    //
+    // Each rule takes the slot shape `s` as an argument: `self.shape()` for `Pool`, the same
+    // values as constants for `TypedPool`. Callers pass exactly this pool's shape.
 
     #[inline]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        if self.pooled(layout) {
-            let p = self.take_slot()?;
-            Ok(NonNull::slice_from_raw_parts(p, self.slot))
-        } else if layout.size() == 0 {
-            Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
-        } else {
-            let block = self.alloc.allocate(layout)?;
-            self.fallback_blocks.set(self.fallback_blocks.get() + 1);
-            Ok(block)
-        }
+        self.allocate_as(self.shape(), layout)
     }
 
     /// # Safety
     /// The `Allocator::deallocate` contract.
     #[inline]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
-        if layout.size() == self.slot && self.fits_align(layout) {
-            // SAFETY: a pooled layout (the slot size is never 0) means `p` came from a slot
-            // (routing is by layout); the `Allocator::deallocate` contract makes `p` valid for
-            // `layout.size()` bytes, here the whole slot.
-            unsafe { self.give_back(p, true) }
-        } else if self.pooled(layout) {
-            // SAFETY: a pooled layout means `p` came from a slot (routing is by layout).
-            unsafe { self.give_back(p, false) }
-        } else if layout.size() != 0 {
-            self.fallback_blocks.set(self.fallback_blocks.get() - 1);
-            // SAFETY: a non-pooled, non-empty layout means `p` came from `self.alloc`.
-            unsafe { self.alloc.deallocate(p, layout) }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.deallocate_as(self.shape(), p, layout) }
     }
 
-    /// `grow`, `grow_zeroed` and `shrink`: in place within a slot, delegated to `A` when both
-    /// sides are there, moved across otherwise.
-    ///
     /// # Safety
     /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
     #[inline]
@@ -524,12 +540,77 @@ impl<A: Allocator> Pool<A> {
         new: Layout,
         zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let (from_slot, to_slot) = (self.pooled(old), self.pooled(new));
+        // SAFETY: forwarded from the caller.
+        unsafe { self.reallocate_as(self.shape(), p, old, new, zeroed) }
+    }
+
+    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.allocate_zeroed_as(self.shape(), layout)
+    }
+
+    /// `allocate`, for this pool's slot shape `s`.
+    #[inline(always)]
+    pub(crate) fn allocate_as(
+        &self,
+        s: SlotShape,
+        layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        debug_assert_eq!(s, self.shape());
+        if s.pooled(layout) {
+            let p = self.take_slot(s.size)?;
+            Ok(NonNull::slice_from_raw_parts(p, s.size))
+        } else if layout.size() == 0 {
+            Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
+        } else {
+            let block = self.alloc.allocate(layout)?;
+            self.fallback_blocks.set(self.fallback_blocks.get() + 1);
+            Ok(block)
+        }
+    }
+
+    /// `deallocate`, for this pool's slot shape `s`.
+    ///
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    #[inline(always)]
+    pub(crate) unsafe fn deallocate_as(&self, s: SlotShape, p: NonNull<u8>, layout: Layout) {
+        debug_assert_eq!(s, self.shape());
+        if layout.size() == s.size && s.fits_align(layout) {
+            // SAFETY: a pooled layout (the slot size is never 0) means `p` came from a slot
+            // (routing is by layout); the `Allocator::deallocate` contract makes `p` valid for
+            // `layout.size()` bytes, here the whole slot.
+            unsafe { self.give_back(p, true) }
+        } else if s.pooled(layout) {
+            // SAFETY: a pooled layout means `p` came from a slot (routing is by layout).
+            unsafe { self.give_back(p, false) }
+        } else if layout.size() != 0 {
+            self.fallback_blocks.set(self.fallback_blocks.get() - 1);
+            // SAFETY: a non-pooled, non-empty layout means `p` came from `self.alloc`.
+            unsafe { self.alloc.deallocate(p, layout) }
+        }
+    }
+
+    /// `grow`, `grow_zeroed` and `shrink`, for this pool's slot shape `s`: in place within a
+    /// slot, delegated to `A` when both sides are there, moved across otherwise.
+    ///
+    /// # Safety
+    /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
+    #[inline(always)]
+    pub(crate) unsafe fn reallocate_as(
+        &self,
+        s: SlotShape,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        debug_assert_eq!(s, self.shape());
+        let (from_slot, to_slot) = (s.pooled(old), s.pooled(new));
         if from_slot && to_slot {
             // SAFETY: forwarded from the caller; both layouts fit a slot, so `p` is a live slot
-            // of `self.slot` bytes, and `rederive` gives its slab's own pointer.
+            // of `s.size` bytes, and `rederive` gives its slab's own pointer.
             return unsafe {
-                super::resize_in_place(p, old, new, zeroed, self.slot, |p| self.rederive(p))
+                super::resize_in_place(p, old, new, zeroed, s.size, |p| self.rederive(p))
             };
         }
         // SAFETY: forwarded from the caller; both layouts route to `self.alloc` exactly when
@@ -547,12 +628,19 @@ impl<A: Allocator> Pool<A> {
         }
     }
 
-    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        if self.pooled(layout) {
-            let p = self.take_slot()?;
-            // SAFETY: the slot is ours and `self.slot` bytes long.
-            unsafe { p.write_bytes(0, self.slot) };
-            Ok(NonNull::slice_from_raw_parts(p, self.slot))
+    /// `allocate_zeroed`, for this pool's slot shape `s`.
+    #[inline]
+    pub(crate) fn allocate_zeroed_as(
+        &self,
+        s: SlotShape,
+        layout: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        debug_assert_eq!(s, self.shape());
+        if s.pooled(layout) {
+            let p = self.take_slot(s.size)?;
+            // SAFETY: the slot is ours and `s.size` bytes long.
+            unsafe { p.write_bytes(0, s.size) };
+            Ok(NonNull::slice_from_raw_parts(p, s.size))
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else {

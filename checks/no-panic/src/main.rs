@@ -7,8 +7,8 @@
 //! `try_with_capacity_in`, `try_alloc`, `try_alloc_with`, `try_alloc_layout`,
 //! `try_alloc_slice_copy`, `try_alloc_str`) and `LocalArena`, and the `Allocator` methods
 //! (`allocate`, `allocate_zeroed`, `grow`, `grow_zeroed`, `shrink`, `deallocate`) of `Arena`,
-//! `ArenaRef`, `Pool`, `SizeClassPool`, `SyncArena`, `LocalArena` and `SyncPool` (the sync types
-//! on the global allocator). `try_alloc_fmt` is left out: it runs the caller's
+//! `ArenaRef`, `Pool`, `TypedPool`, `SizeClassPool`, `SyncArena`, `LocalArena` and `SyncPool`
+//! (the sync types on the global allocator). `try_alloc_fmt` is left out: it runs the caller's
 //! `Display` implementations through `core::fmt::write`, which the optimizer cannot see through,
 //! as it cannot see through any other caller-supplied code.
 //!
@@ -23,6 +23,7 @@ use std::ptr::NonNull;
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
 use arena_pool::{
     AllocOrInitError, Arena, ArenaRef, LocalArena, Pool, SizeClassPool, SyncArena, SyncPool,
+    TypedPool,
 };
 use no_panic::no_panic;
 
@@ -489,6 +490,16 @@ allocator_wrappers!(
     pool_shrink
 );
 allocator_wrappers!(
+    TypedPool<[u64; 3]>,
+    keep_typed_pool_allocator;
+    typed_pool_allocate,
+    typed_pool_allocate_zeroed,
+    typed_pool_deallocate,
+    typed_pool_grow,
+    typed_pool_grow_zeroed,
+    typed_pool_shrink
+);
+allocator_wrappers!(
     SizeClassPool,
     keep_size_class_allocator;
     size_class_allocate,
@@ -536,6 +547,7 @@ fn main() {
     keep_arena_allocator();
     keep_arena_ref_allocator();
     keep_pool_allocator();
+    keep_typed_pool_allocator();
     keep_size_class_allocator();
     keep_local_arena_typed();
     keep_sync_arena_typed();

@@ -1,0 +1,183 @@
+//! [`TypedPool`]: a [`Pool`] for the values of one type, whose slot size and alignment are
+//! constants.
+
+use core::alloc::Layout;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use allocator_api2::alloc::{AllocError, Allocator, Global};
+
+use super::slot_pool::{Pool, PoolStats, SlotShape};
+
+/// A [`Pool`] of slots for values of type `T`: the same slabs, free list and rules, with the
+/// slot size and alignment known at compile time.
+///
+/// Every allocation of a pool checks the layout it is given against the slot (does it fit, is
+/// the slot aligned enough), and every free checks whether the layout is the whole slot. A
+/// `Pool` reads its slot size from memory for these checks; a `TypedPool<T>` knows it from `T`,
+/// so for a `Box<T, &TypedPool<T>>` (whose layout is `T`'s, a constant too) the checks fold away
+/// and an allocation or a free is the free-list pop or push alone. Use it when a pool serves one
+/// type, `Pool` when the layout is known only at run time.
+///
+/// Other layouts are served as a `Pool` serves them (any layout that fits the slot from a slot,
+/// the others by the backing allocator `A`), so `Vec<T, &TypedPool<T>>` works as well.
+/// [`as_pool`](Self::as_pool) gives the underlying pool.
+///
+/// ```
+/// use arena_pool::TypedPool;
+/// use arena_pool::allocator_api2::boxed::Box;
+///
+/// let pool = TypedPool::<[f32; 6]>::new();
+/// let a = Box::new_in([0.5f32; 6], &pool);
+/// let addr = &*a as *const [f32; 6];
+/// drop(a); // back on the free list
+/// let b = Box::new_in([1.5f32; 6], &pool);
+/// assert_eq!(&*b as *const [f32; 6], addr); // the freed slot is reused
+/// assert_eq!((pool.in_use(), pool.stats().slot_size), (1, 24));
+/// ```
+pub struct TypedPool<T, A: Allocator = Global> {
+    /// Made for `Layout::new::<T>()`, so its slot shape is [`Self::SHAPE`].
+    pool: Pool<A>,
+    _values: PhantomData<fn() -> T>,
+}
+
+impl<T> TypedPool<T> {
+    /// A pool for values of type `T` on the global allocator. Allocates nothing yet.
+    ///
+    /// ```
+    /// let pool = arena_pool::TypedPool::<u64>::new();
+    /// assert_eq!((pool.capacity(), pool.in_use()), (0, 0));
+    /// ```
+    pub fn new() -> TypedPool<T> {
+        TypedPool::new_in(Global)
+    }
+
+    /// A pool whose first slab holds at least `capacity` values.
+    ///
+    /// # Panics
+    /// When the slab size overflows; calls `handle_alloc_error` when the allocator fails.
+    ///
+    /// ```
+    /// let pool = arena_pool::TypedPool::<[u8; 48]>::with_capacity(100);
+    /// assert!(pool.capacity() >= 100);
+    /// ```
+    pub fn with_capacity(capacity: usize) -> TypedPool<T> {
+        TypedPool::with_capacity_in(capacity, Global)
+    }
+}
+
+impl<T> Default for TypedPool<T> {
+    fn default() -> TypedPool<T> {
+        TypedPool::new()
+    }
+}
+
+impl<T, A: Allocator> TypedPool<T, A> {
+    /// The slots of every `TypedPool<T, _>`: those of a `Pool` made for `T`'s layout.
+    const SHAPE: SlotShape = SlotShape::for_layout(Layout::new::<T>());
+
+    /// A pool for values of type `T`, taking its slabs (and blocks of other layouts) from
+    /// `alloc`. What `alloc` may do (panic, allocate from this pool) is as for
+    /// [`Pool::new_in`].
+    pub fn new_in(alloc: A) -> TypedPool<T, A> {
+        TypedPool::from_pool(Pool::new_in(Layout::new::<T>(), alloc))
+    }
+
+    /// Like [`with_capacity`](TypedPool::with_capacity), on `alloc`.
+    ///
+    /// # Panics
+    /// As for [`with_capacity`](TypedPool::with_capacity).
+    pub fn with_capacity_in(capacity: usize, alloc: A) -> TypedPool<T, A> {
+        TypedPool::from_pool(Pool::with_capacity_in(Layout::new::<T>(), capacity, alloc))
+    }
+
+    fn from_pool(pool: Pool<A>) -> TypedPool<T, A> {
+        debug_assert_eq!(
+            (pool.slot_size(), pool.stats().slot_align),
+            (Self::SHAPE.size, Self::SHAPE.align)
+        );
+        TypedPool {
+            pool,
+            _values: PhantomData,
+        }
+    }
+
+    /// The underlying pool (its statistics, its slot layout, `T`'s).
+    pub fn as_pool(&self) -> &Pool<A> {
+        &self.pool
+    }
+
+    /// Slots in all slabs (free, in use, or not carved yet).
+    pub fn capacity(&self) -> usize {
+        self.pool.capacity()
+    }
+
+    /// Slots handed out and not freed.
+    pub fn in_use(&self) -> usize {
+        self.pool.in_use()
+    }
+
+    /// Statistics, as for [`Pool::stats`].
+    pub fn stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    /// The backing allocator.
+    pub fn allocator(&self) -> &A {
+        self.pool.allocator()
+    }
+
+    /// Forgets every slot, keeping the slabs, as [`Pool::reset`] does.
+    pub fn reset(&mut self) {
+        self.pool.reset()
+    }
+
+    /// Returns every slab with no slot in use to the backing allocator, as [`Pool::trim`] does.
+    pub fn trim(&mut self) {
+        self.pool.trim()
+    }
+
+    // ----- the Allocator rules: the pool's, with the shape as a constant -----
+
+    #[inline(always)]
+    pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.pool.allocate_as(Self::SHAPE, layout)
+    }
+
+    #[inline]
+    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.pool.allocate_zeroed_as(Self::SHAPE, layout)
+    }
+
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    #[inline(always)]
+    pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller; `SHAPE` is the pool's shape (it was made for `T`).
+        unsafe { self.pool.deallocate_as(Self::SHAPE, p, layout) }
+    }
+
+    /// # Safety
+    /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
+    #[inline]
+    pub(crate) unsafe fn reallocate_impl(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller; `SHAPE` is the pool's shape.
+        unsafe { self.pool.reallocate_as(Self::SHAPE, p, old, new, zeroed) }
+    }
+}
+
+impl<T, A: Allocator> fmt::Debug for TypedPool<T, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedPool")
+            .field("type", &core::any::type_name::<T>())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
