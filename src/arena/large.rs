@@ -313,7 +313,8 @@ impl LargeList {
     }
 
     /// Moves every block of `other` into this list (as the oldest), emptying `other`. Sequence
-    /// numbers are not kept: the list they go to has no scopes.
+    /// numbers are not kept: the list they go to has no scopes. (For `LocalArena`, a `std` type.)
+    #[cfg(feature = "std")]
     pub(crate) fn adopt(&self, other: &LargeList) {
         while let Some(b) = other.pop_since(0) {
             b.set_seq(0);
@@ -323,6 +324,7 @@ impl LargeList {
         }
     }
 
+    #[cfg(feature = "std")]
     fn oldest(&self) -> Option<Large> {
         let mut b = self.newest.get()?;
         while let Some(o) = b.header().older {

@@ -16,7 +16,9 @@ use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 
 use crate::error::Failure;
 
-pub(crate) use bump::{RawArena, dangling, satisfies};
+#[cfg(feature = "std")]
+pub(crate) use bump::satisfies;
+pub(crate) use bump::{RawArena, dangling};
 pub(crate) use chunk::ChunkSource;
 // Used by `crate::sync` (feature `std`) only.
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
