@@ -898,40 +898,40 @@ fn box_churn<T>(
     assert_eq!(counting.allocs.get(), allocs);
 }
 
-#[test]
-fn pool_box_churn_is_steady_after_the_first_round() {
+/// `box_churn` of `[u64; 3]` boxes on a pool that serves them from slots (`Pool` or
+/// `TypedPool`), whose `stats` are read by `stats`; everything is freed at the end.
+fn slot_box_churn<P>(counting: &Counting, pool: &P, stats: impl Fn(&P) -> arena_pool::PoolStats)
+where
+    for<'p> &'p P: Allocator,
+{
     let (rounds, n) = if cfg!(miri) { (10, 50) } else { (200, 1000) };
-    let counting = Counting::default();
-    let pool = Pool::new_in(Layout::new::<[u64; 3]>(), &counting);
     box_churn(
-        &counting,
+        counting,
         rounds,
         n,
-        |r, i| Box::new_in([r, i, r ^ i], &pool),
+        |r, i| Box::new_in([r, i, r ^ i], pool),
         |b, r, i| assert_eq!(**b, [r, i, r ^ i]),
     );
-    assert_eq!(pool.in_use(), 0);
-    assert!(pool.capacity() >= n as usize);
-    assert_eq!(pool.stats().fallback_blocks, 0);
+    let s = stats(pool);
+    assert_eq!(s.in_use, 0);
+    assert!(s.capacity >= n as usize);
+    assert_eq!(s.fallback_blocks, 0);
+}
+
+#[test]
+fn pool_box_churn_is_steady_after_the_first_round() {
+    let counting = Counting::default();
+    let pool = Pool::new_in(Layout::new::<[u64; 3]>(), &counting);
+    slot_box_churn(&counting, &pool, Pool::stats);
     drop(pool);
     assert_eq!(counting.live.get(), 0);
 }
 
 #[test]
 fn typed_pool_box_churn_is_steady_after_the_first_round() {
-    let (rounds, n) = if cfg!(miri) { (10, 50) } else { (200, 1000) };
     let counting = Counting::default();
     let pool = TypedPool::<[u64; 3], _>::new_in(&counting);
-    box_churn(
-        &counting,
-        rounds,
-        n,
-        |r, i| Box::new_in([r, i, r ^ i], &pool),
-        |b, r, i| assert_eq!(**b, [r, i, r ^ i]),
-    );
-    assert_eq!(pool.in_use(), 0);
-    assert!(pool.capacity() >= n as usize);
-    assert_eq!(pool.stats().fallback_blocks, 0);
+    slot_box_churn(&counting, &pool, TypedPool::stats);
     drop(pool);
     assert_eq!(counting.live.get(), 0);
 }

@@ -50,6 +50,34 @@ pub trait SlotStore<T>: Sized {
         T: Copy;
 }
 
+/// Implements [`SlotStore`] for one of arena-pool's pool types, `$store` (naming `T`), with
+/// `Box<T, &$store>` as the handle and `$new` making a store.
+macro_rules! box_store {
+    ($store:ty, $new:expr) => {
+        impl<T> SlotStore<T> for $store {
+            type Handle<'s>
+                = allocator_api2::boxed::Box<T, &'s $store>
+            where
+                Self: 's;
+            fn with_capacity(_capacity: usize) -> Self {
+                $new
+            }
+            #[inline(always)]
+            fn insert(&self, value: T) -> Self::Handle<'_> {
+                allocator_api2::boxed::Box::new_in(value, self)
+            }
+            #[inline(always)]
+            fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
+                drop(handle);
+            }
+            #[inline(always)]
+            fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
+                allocator_api2::boxed::Box::into_inner(handle)
+            }
+        }
+    };
+}
+
 /// arena-pool: `Box<T, &Pool>` on a `Pool` for `T`, which grows as needed.
 pub struct PoolSlots;
 
@@ -58,24 +86,7 @@ impl SlotFamily for PoolSlots {
     type Store<T: fastalloc::Poolable> = arena_pool::Pool;
 }
 
-impl<T> SlotStore<T> for arena_pool::Pool {
-    type Handle<'s> = allocator_api2::boxed::Box<T, &'s arena_pool::Pool>;
-    fn with_capacity(_capacity: usize) -> Self {
-        arena_pool::Pool::for_type::<T>()
-    }
-    #[inline(always)]
-    fn insert(&self, value: T) -> Self::Handle<'_> {
-        allocator_api2::boxed::Box::new_in(value, self)
-    }
-    #[inline(always)]
-    fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
-        drop(handle);
-    }
-    #[inline(always)]
-    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
-        allocator_api2::boxed::Box::into_inner(handle)
-    }
-}
+box_store!(arena_pool::Pool, arena_pool::Pool::for_type::<T>());
 
 /// arena-pool: `Box<T, &TypedPool<T>>`, a pool whose slot size and alignment are constants.
 pub struct TypedPoolSlots;
@@ -85,27 +96,7 @@ impl SlotFamily for TypedPoolSlots {
     type Store<T: fastalloc::Poolable> = arena_pool::TypedPool<T>;
 }
 
-impl<T> SlotStore<T> for arena_pool::TypedPool<T> {
-    type Handle<'s>
-        = allocator_api2::boxed::Box<T, &'s arena_pool::TypedPool<T>>
-    where
-        T: 's;
-    fn with_capacity(_capacity: usize) -> Self {
-        arena_pool::TypedPool::new()
-    }
-    #[inline(always)]
-    fn insert(&self, value: T) -> Self::Handle<'_> {
-        allocator_api2::boxed::Box::new_in(value, self)
-    }
-    #[inline(always)]
-    fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
-        drop(handle);
-    }
-    #[inline(always)]
-    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
-        allocator_api2::boxed::Box::into_inner(handle)
-    }
-}
+box_store!(arena_pool::TypedPool<T>, arena_pool::TypedPool::new());
 
 /// arena-pool's thread-safe pool, used from one thread: `Box<T, &SyncPool>` (what the lock and the
 /// shard routing cost over `Pool`).
@@ -116,24 +107,7 @@ impl SlotFamily for SyncPoolSlots {
     type Store<T: fastalloc::Poolable> = arena_pool::SyncPool;
 }
 
-impl<T> SlotStore<T> for arena_pool::SyncPool {
-    type Handle<'s> = allocator_api2::boxed::Box<T, &'s arena_pool::SyncPool>;
-    fn with_capacity(_capacity: usize) -> Self {
-        arena_pool::SyncPool::for_type::<T>()
-    }
-    #[inline(always)]
-    fn insert(&self, value: T) -> Self::Handle<'_> {
-        allocator_api2::boxed::Box::new_in(value, self)
-    }
-    #[inline(always)]
-    fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
-        drop(handle);
-    }
-    #[inline(always)]
-    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
-        allocator_api2::boxed::Box::into_inner(handle)
-    }
-}
+box_store!(arena_pool::SyncPool, arena_pool::SyncPool::for_type::<T>());
 
 /// The system allocator: `std::boxed::Box<T>` (glibc malloc here).
 pub struct SystemBox;
