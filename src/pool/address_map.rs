@@ -202,8 +202,9 @@ impl AddressMap {
     }
 
     fn grow<A: Allocator>(&self, at_least: usize, alloc: &A) -> Result<(), AllocError> {
+        // Four entries at the least: a pool with one slab or page holds a 64-byte table.
         let new_cap = at_least
-            .max(16)
+            .max(4)
             .checked_next_power_of_two()
             .ok_or(AllocError)?;
         let layout = Layout::array::<Entry>(new_cap).map_err(|_| AllocError)?;

@@ -13,12 +13,13 @@ use super::slab::{Slab, SlabList};
 use crate::arena::dangling;
 use crate::reentry::BackingCall;
 
-/// The first slab holds about this many bytes of slots (at least [`MIN_SLAB_SLOTS`] slots).
-const FIRST_SLAB_BYTES: usize = 4096;
-/// Slabs stop doubling at about this many bytes of slots.
+/// The first slab holds about this many bytes of slots (at least [`MIN_SLAB_SLOTS`] slots): a
+/// pool with a few live objects holds one small slab.
+const FIRST_SLAB_BYTES: usize = 512;
+/// Slabs stop growing at about this many bytes of slots.
 const MAX_SLAB_BYTES: usize = 1 << 20;
 /// The fewest slots a slab has.
-const MIN_SLAB_SLOTS: usize = 8;
+const MIN_SLAB_SLOTS: usize = 4;
 /// Slabs are aligned to this and registered in the address map in granules of this size.
 const GRANULE_SHIFT: u32 = 12;
 
@@ -74,8 +75,12 @@ impl SlotShape {
 ///   served from the pool and reported with the slot size as its length; a zero-sized layout gets
 ///   an aligned dangling pointer; any other layout goes to the backing allocator `A`. Routing
 ///   depends only on the layout, so `deallocate` always finds the way back.
-/// - Slabs come from `A`, doubling up to about 1 MiB, and are carved lazily: a new slab is not
-///   written until its slots are used.
+/// - Slabs come from `A`: the first holds about 512 bytes of slots (at least 4), each later one
+///   three tenths of the slots held (from the first slab's size up to about 1 MiB). A new slab
+///   is taken only when every slot is in use, so the slabs hold at most 1.3x the most slots ever
+///   in use at once, plus one first slab (or a `with_capacity` reservation) and a header (40
+///   bytes, or the slot alignment) per slab. Slabs are carved lazily: a new slab is not written
+///   until its slots are used.
 /// - `Box<T, &Pool>` is the owning handle; `Vec` and `hashbrown::HashMap` work too.
 /// - Debug builds detect a double free and a pointer that is not the pool's, and panic saying so.
 /// - `deallocate` relies on its pointer being valid for the layout's size, as `Global` does
@@ -117,7 +122,8 @@ pub struct Pool<A: Allocator = Global> {
     map: AddressMap,
     in_use: Cell<usize>,
     fallback_blocks: Cell<usize>,
-    next_slab_slots: Cell<usize>,
+    /// Slots of the first slab, and the fewest of any later one.
+    first_slab_slots: usize,
     /// Set while a slab is taken from `alloc` (see [`BackingCall`]).
     backing_call: BackingCall,
     alloc: A,
@@ -184,7 +190,7 @@ impl<A: Allocator> Pool<A> {
             map: AddressMap::new(GRANULE_SHIFT),
             in_use: Cell::new(0),
             fallback_blocks: Cell::new(0),
-            next_slab_slots: Cell::new(first_slots),
+            first_slab_slots: first_slots,
             backing_call: BackingCall::new(),
             alloc,
         }
@@ -383,22 +389,24 @@ impl<A: Allocator> Pool<A> {
             return Err(AllocError);
         }
         if !self.slabs.advance() {
-            let slots = self.next_slab_slots.get();
-            self.add_slab(slots)?;
+            self.add_slab(self.next_slab_slots())?;
             self.slabs.advance();
-            // `slot` is never 0; the checked division keeps this path free of a panic.
-            let cap = MAX_SLAB_BYTES
-                .checked_div(self.slot)
-                .unwrap_or(0)
-                .max(MIN_SLAB_SLOTS);
-            self.next_slab_slots
-                .set(slots.saturating_mul(2).min(cap.max(slots)));
         }
         self.enter_carve_slab();
         let c = self.carve.get();
         // SAFETY: a slab holds at least one slot.
         self.carve.set(unsafe { c.add(self.slot) });
         Ok(c)
+    }
+
+    /// Slots of the next slab, taken when every slot held is in use: three tenths of those, so
+    /// that the slabs then hold 1.3x the slots in use, but at least the first slab's and at most
+    /// about [`MAX_SLAB_BYTES`] (or the first slab's, if larger).
+    fn next_slab_slots(&self) -> usize {
+        let grown = self.slabs.slot_count().saturating_mul(3) / 10;
+        // `slot` is never 0; the checked division keeps this path free of a panic.
+        let cap = MAX_SLAB_BYTES.checked_div(self.slot).unwrap_or(0);
+        grown.min(cap).max(self.first_slab_slots)
     }
 
     /// Points the carve region at the slab being carved.
