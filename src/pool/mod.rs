@@ -14,6 +14,8 @@ mod slot_pool;
 mod typed_pool;
 
 pub use size_class::{ClassStats, SizeClassOptions, SizeClassPool, SizeClassStats};
+#[cfg(feature = "std")]
+pub(crate) use slot_pool::SlotShape;
 pub use slot_pool::{Pool, PoolStats};
 pub use typed_pool::TypedPool;
 

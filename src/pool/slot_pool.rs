@@ -56,7 +56,7 @@ impl SlotShape {
 
     /// Whether `layout` is served from a slot (routing depends on the layout only).
     #[inline(always)]
-    fn pooled(self, layout: Layout) -> bool {
+    pub(crate) fn pooled(self, layout: Layout) -> bool {
         layout.size() != 0 && layout.size() <= self.size && self.fits_align(layout)
     }
 
@@ -109,10 +109,8 @@ impl SlotShape {
 /// ```
 pub struct Pool<A: Allocator = Global> {
     layout: Layout,
-    /// Slot stride: the layout's size rounded up to its alignment and to at least a pointer.
-    slot: usize,
-    /// Slot alignment: the layout's, and at least a pointer's.
-    align: usize,
+    /// Slot stride and alignment (see [`SlotShape::for_layout`]).
+    shape: SlotShape,
     free: FreeList,
     /// Never-used slots of the slab being carved: `[carve, carve_end)`.
     carve: Cell<NonNull<u8>>,
@@ -177,12 +175,11 @@ impl<A: Allocator> Pool<A> {
     ///   allocation from a free slot or the slab being carved, a layout that goes to `alloc`, the
     ///   statistics) is served.
     pub fn new_in(layout: Layout, alloc: A) -> Pool<A> {
-        let SlotShape { size: slot, align } = SlotShape::for_layout(layout);
-        let first_slots = (FIRST_SLAB_BYTES / slot).max(MIN_SLAB_SLOTS);
+        let shape = SlotShape::for_layout(layout);
+        let first_slots = (FIRST_SLAB_BYTES / shape.size).max(MIN_SLAB_SLOTS);
         Pool {
             layout,
-            slot,
-            align,
+            shape,
             free: FreeList::new(),
             carve: Cell::new(NonNull::dangling()),
             carve_end: Cell::new(NonNull::dangling()),
@@ -225,7 +222,7 @@ impl<A: Allocator> Pool<A> {
 
     /// The size of each slot: the most a pooled block can hold (what `allocate` reports).
     pub fn slot_size(&self) -> usize {
-        self.slot
+        self.shape.size
     }
 
     /// Slots in all slabs (free, in use, or not carved yet).
@@ -257,8 +254,8 @@ impl<A: Allocator> Pool<A> {
     /// ```
     pub fn stats(&self) -> PoolStats {
         PoolStats {
-            slot_size: self.slot,
-            slot_align: self.align,
+            slot_size: self.shape.size,
+            slot_align: self.shape.align,
             capacity: self.capacity(),
             in_use: self.in_use.get(),
             slabs: self.slabs.len(),
@@ -303,8 +300,8 @@ impl<A: Allocator> Pool<A> {
         // A slab holds a slot in use when it has more carved slots than free ones. The free
         // slots are collected first: once slabs are released, the links stored in their slots
         // must not be read.
-        let mut live = self.slabs.carved_counts(self.carve.get(), self.slot);
-        let ranges = self.slabs.sorted_ranges(self.slot);
+        let mut live = self.slabs.carved_counts(self.carve.get(), self.shape.size);
+        let ranges = self.slabs.sorted_ranges(self.shape.size);
         let mut free = alloc::vec::Vec::new();
         let list = self.free.take();
         while let Some(p) = list.pop() {
@@ -323,7 +320,7 @@ impl<A: Allocator> Pool<A> {
             // Carving moved back to a fully carved slab (or to none): an empty carve region at
             // its end, so that the carve position stays inside the slab being carved.
             let end = match self.slabs.carving() {
-                Some(slab) => slab.slots_end(self.slot),
+                Some(slab) => slab.slots_end(self.shape.size),
                 None => NonNull::dangling(),
             };
             self.carve.set(end);
@@ -346,18 +343,11 @@ impl<A: Allocator> Pool<A> {
 
     // ----- the slot path -----
 
-    /// The slots' size and alignment, read from the pool.
-    #[inline(always)]
-    fn shape(&self) -> SlotShape {
-        SlotShape {
-            size: self.slot,
-            align: self.align,
-        }
-    }
-
-    /// Takes a slot; `slot` is the slot size (`self.slot`, or the same value as a constant).
+    /// Takes a slot. `slot` is the slot size, `self.shape.size` (a caller may pass it as a
+    /// constant): the carve region is cut in steps of it.
     #[inline(always)]
     fn take_slot(&self, slot: usize) -> Result<NonNull<u8>, AllocError> {
+        debug_assert_eq!(slot, self.shape.size);
         let p = match self.free.pop() {
             Some(p) => p,
             None => {
@@ -395,7 +385,7 @@ impl<A: Allocator> Pool<A> {
         self.enter_carve_slab();
         let c = self.carve.get();
         // SAFETY: a slab holds at least one slot.
-        self.carve.set(unsafe { c.add(self.slot) });
+        self.carve.set(unsafe { c.add(self.shape.size) });
         Ok(c)
     }
 
@@ -405,7 +395,7 @@ impl<A: Allocator> Pool<A> {
     fn next_slab_slots(&self) -> usize {
         let grown = self.slabs.slot_count().saturating_mul(3) / 10;
         // `slot` is never 0; the checked division keeps this path free of a panic.
-        let cap = MAX_SLAB_BYTES.checked_div(self.slot).unwrap_or(0);
+        let cap = MAX_SLAB_BYTES.checked_div(self.shape.size).unwrap_or(0);
         grown.min(cap).max(self.first_slab_slots)
     }
 
@@ -414,7 +404,7 @@ impl<A: Allocator> Pool<A> {
         match self.slabs.carving() {
             Some(slab) => {
                 self.carve.set(slab.first_slot());
-                self.carve_end.set(slab.slots_end(self.slot));
+                self.carve_end.set(slab.slots_end(self.shape.size));
             }
             None => {
                 self.carve.set(NonNull::dangling());
@@ -424,7 +414,7 @@ impl<A: Allocator> Pool<A> {
     }
 
     fn slab_layout(&self, slots: usize) -> Option<Layout> {
-        Slab::layout_for(slots, self.slot, self.align, self.map.granule())
+        Slab::layout_for(slots, self.shape.size, self.shape.align, self.map.granule())
     }
 
     fn granules(&self, slab: Slab) -> usize {
@@ -442,7 +432,7 @@ impl<A: Allocator> Pool<A> {
     fn owner(&self, p: NonNull<u8>) -> (Slab, usize) {
         if let Some(base) = self.map.get(p.addr().get()) {
             let slab = Slab::from_base(base);
-            if let Some(i) = slab.slot_index(p, self.slot) {
+            if let Some(i) = slab.slot_index(p, self.shape.size) {
                 return (slab, i);
             }
         }
@@ -463,7 +453,7 @@ impl<A: Allocator> Pool<A> {
             self.alloc.allocate(layout)
         })?;
         // SAFETY: a fresh block of `layout`, computed by `Slab::layout_for` for these slots.
-        let slab = unsafe { Slab::init(block.cast(), layout, slots, self.slot) };
+        let slab = unsafe { Slab::init(block.cast(), layout, slots, self.shape.size) };
         // The room reserved above is still there (a nested refill was refused): this makes no
         // call into the backing allocator.
         if let Err(e) = self.map.insert(slab.base(), granules, &self.alloc) {
@@ -522,20 +512,29 @@ impl<A: Allocator> Pool<A> {
 
     // ----- the Allocator rules -----
     //
-    // Each rule takes the slot shape `s` as an argument: `self.shape()` for `Pool`, the same
-    // values as constants for `TypedPool`. Callers pass exactly this pool's shape.
+    // Each rule takes the slot shape `s`: `self.shape` for `Pool`, the same values as constants
+    // for `TypedPool` (whose pool was made for its type's layout), so that they fold. The rules
+    // carve and route by `s`, so it must be this pool's shape: the `_as` functions are `unsafe`
+    // for that reason, and debug builds check it.
 
     #[inline]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_as(self.shape(), layout)
+        // SAFETY: the pool's own shape.
+        unsafe { self.allocate_as(self.shape, layout, false) }
+    }
+
+    #[inline]
+    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: the pool's own shape.
+        unsafe { self.allocate_as(self.shape, layout, true) }
     }
 
     /// # Safety
     /// The `Allocator::deallocate` contract.
     #[inline]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.deallocate_as(self.shape(), p, layout) }
+        // SAFETY: forwarded from the caller; the pool's own shape.
+        unsafe { self.deallocate_as(self.shape, p, layout) }
     }
 
     /// # Safety
@@ -548,41 +547,49 @@ impl<A: Allocator> Pool<A> {
         new: Layout,
         zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.reallocate_as(self.shape(), p, old, new, zeroed) }
+        // SAFETY: forwarded from the caller; the pool's own shape.
+        unsafe { self.reallocate_as(self.shape, p, old, new, zeroed) }
     }
 
-    pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_zeroed_as(self.shape(), layout)
-    }
-
-    /// `allocate`, for this pool's slot shape `s`.
+    /// `allocate` (`allocate_zeroed` with `zeroed`).
+    ///
+    /// # Safety
+    /// `s` is this pool's shape (`self.shape`).
     #[inline(always)]
-    pub(crate) fn allocate_as(
+    pub(crate) unsafe fn allocate_as(
         &self,
         s: SlotShape,
         layout: Layout,
+        zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        debug_assert_eq!(s, self.shape());
+        debug_assert_eq!(s, self.shape);
         if s.pooled(layout) {
             let p = self.take_slot(s.size)?;
+            if zeroed {
+                // SAFETY: the slot is ours and `s.size` bytes long (`s` is the pool's shape).
+                unsafe { p.write_bytes(0, s.size) };
+            }
             Ok(NonNull::slice_from_raw_parts(p, s.size))
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else {
-            let block = self.alloc.allocate(layout)?;
+            let block = if zeroed {
+                self.alloc.allocate_zeroed(layout)?
+            } else {
+                self.alloc.allocate(layout)?
+            };
             self.fallback_blocks.set(self.fallback_blocks.get() + 1);
             Ok(block)
         }
     }
 
-    /// `deallocate`, for this pool's slot shape `s`.
+    /// `deallocate`.
     ///
     /// # Safety
-    /// The `Allocator::deallocate` contract.
+    /// The `Allocator::deallocate` contract, and `s` is this pool's shape (`self.shape`).
     #[inline(always)]
     pub(crate) unsafe fn deallocate_as(&self, s: SlotShape, p: NonNull<u8>, layout: Layout) {
-        debug_assert_eq!(s, self.shape());
+        debug_assert_eq!(s, self.shape);
         if layout.size() == s.size && s.fits_align(layout) {
             // SAFETY: a pooled layout (the slot size is never 0) means `p` came from a slot
             // (routing is by layout); the `Allocator::deallocate` contract makes `p` valid for
@@ -598,11 +605,12 @@ impl<A: Allocator> Pool<A> {
         }
     }
 
-    /// `grow`, `grow_zeroed` and `shrink`, for this pool's slot shape `s`: in place within a
-    /// slot, delegated to `A` when both sides are there, moved across otherwise.
+    /// `grow`, `grow_zeroed` and `shrink`: in place within a slot, delegated to `A` when both
+    /// sides are there, moved across otherwise.
     ///
     /// # Safety
-    /// The `Allocator::grow`/`shrink` contract for `old` and `new`.
+    /// The `Allocator::grow`/`shrink` contract for `old` and `new`, and `s` is this pool's shape
+    /// (`self.shape`).
     #[inline(always)]
     pub(crate) unsafe fn reallocate_as(
         &self,
@@ -612,7 +620,7 @@ impl<A: Allocator> Pool<A> {
         new: Layout,
         zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        debug_assert_eq!(s, self.shape());
+        debug_assert_eq!(s, self.shape);
         let (from_slot, to_slot) = (s.pooled(old), s.pooled(new));
         if from_slot && to_slot {
             // SAFETY: forwarded from the caller; both layouts fit a slot, so `p` is a live slot
@@ -633,28 +641,6 @@ impl<A: Allocator> Pool<A> {
                 new,
                 zeroed,
             )
-        }
-    }
-
-    /// `allocate_zeroed`, for this pool's slot shape `s`.
-    #[inline]
-    pub(crate) fn allocate_zeroed_as(
-        &self,
-        s: SlotShape,
-        layout: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        debug_assert_eq!(s, self.shape());
-        if s.pooled(layout) {
-            let p = self.take_slot(s.size)?;
-            // SAFETY: the slot is ours and `s.size` bytes long.
-            unsafe { p.write_bytes(0, s.size) };
-            Ok(NonNull::slice_from_raw_parts(p, s.size))
-        } else if layout.size() == 0 {
-            Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
-        } else {
-            let block = self.alloc.allocate_zeroed(layout)?;
-            self.fallback_blocks.set(self.fallback_blocks.get() + 1);
-            Ok(block)
         }
     }
 }

@@ -81,7 +81,10 @@ impl<T, A: Allocator> TypedPool<T, A> {
     /// `alloc`. What `alloc` may do (panic, allocate from this pool) is as for
     /// [`Pool::new_in`].
     pub fn new_in(alloc: A) -> TypedPool<T, A> {
-        TypedPool::from_pool(Pool::new_in(Layout::new::<T>(), alloc))
+        TypedPool {
+            pool: Pool::new_in(Layout::new::<T>(), alloc),
+            _values: PhantomData,
+        }
     }
 
     /// Like [`with_capacity`](TypedPool::with_capacity), on `alloc`.
@@ -89,16 +92,8 @@ impl<T, A: Allocator> TypedPool<T, A> {
     /// # Panics
     /// As for [`with_capacity`](TypedPool::with_capacity).
     pub fn with_capacity_in(capacity: usize, alloc: A) -> TypedPool<T, A> {
-        TypedPool::from_pool(Pool::with_capacity_in(Layout::new::<T>(), capacity, alloc))
-    }
-
-    fn from_pool(pool: Pool<A>) -> TypedPool<T, A> {
-        debug_assert_eq!(
-            (pool.slot_size(), pool.stats().slot_align),
-            (Self::SHAPE.size, Self::SHAPE.align)
-        );
         TypedPool {
-            pool,
+            pool: Pool::with_capacity_in(Layout::new::<T>(), capacity, alloc),
             _values: PhantomData,
         }
     }
@@ -139,22 +134,27 @@ impl<T, A: Allocator> TypedPool<T, A> {
     }
 
     // ----- the Allocator rules: the pool's, with the shape as a constant -----
+    //
+    // `SHAPE` is the pool's shape: the pool was made for `Layout::new::<T>()`, and a pool's
+    // shape is `SlotShape::for_layout` of its layout.
 
     #[inline(always)]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.pool.allocate_as(Self::SHAPE, layout)
+        // SAFETY: `SHAPE` is the pool's shape (above).
+        unsafe { self.pool.allocate_as(Self::SHAPE, layout, false) }
     }
 
     #[inline]
     pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.pool.allocate_zeroed_as(Self::SHAPE, layout)
+        // SAFETY: `SHAPE` is the pool's shape (above).
+        unsafe { self.pool.allocate_as(Self::SHAPE, layout, true) }
     }
 
     /// # Safety
     /// The `Allocator::deallocate` contract.
     #[inline(always)]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller; `SHAPE` is the pool's shape (it was made for `T`).
+        // SAFETY: forwarded from the caller; `SHAPE` is the pool's shape (above).
         unsafe { self.pool.deallocate_as(Self::SHAPE, p, layout) }
     }
 
@@ -168,7 +168,7 @@ impl<T, A: Allocator> TypedPool<T, A> {
         new: Layout,
         zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller; `SHAPE` is the pool's shape.
+        // SAFETY: forwarded from the caller; `SHAPE` is the pool's shape (above).
         unsafe { self.pool.reallocate_as(Self::SHAPE, p, old, new, zeroed) }
     }
 }

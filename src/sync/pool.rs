@@ -11,7 +11,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicUsize, Me, Ordering, ReentrantLock};
 use crate::arena::dangling;
-use crate::pool::{Pool, PoolStats, relocate, resize_in_place};
+use crate::pool::{Pool, PoolStats, SlotShape, relocate, resize_in_place};
 
 /// A thread-safe pool of fixed-size slots: [`Pool`]'s behaviour through `&SyncPool` from any
 /// thread, including blocks allocated on one thread and freed on another.
@@ -65,8 +65,8 @@ struct Shared<A: Allocator> {
     /// `shards.len() - 1` (a power of two minus one).
     mask: usize,
     slot_layout: Layout,
-    slot: usize,
-    align: usize,
+    /// The shards' slot shape (every shard's `Pool` is made for `slot_layout`).
+    shape: SlotShape,
     /// Blocks of layouts that do not fit a slot, held from the backing allocator.
     fallback: AtomicUsize,
     alloc: A,
@@ -166,8 +166,7 @@ impl<A: Allocator> SyncPool<A> {
             shards: Box::new([]),
             mask: n - 1,
             slot_layout: layout,
-            slot: 0,
-            align: 0,
+            shape: SlotShape::for_layout(layout),
             fallback: AtomicUsize::new(0),
             alloc,
         });
@@ -181,12 +180,9 @@ impl<A: Allocator> SyncPool<A> {
                 )))
             })
             .collect();
-        let stats = shards[0].0.lock(Me::get()).stats();
-        // SAFETY: nothing else refers to these fields yet; they are written through the raw
-        // pointer, without a reference to the whole `Shared` (whose `alloc` the pools point at).
+        // SAFETY: nothing else refers to this field yet; it is written through the raw pointer,
+        // without a reference to the whole `Shared` (whose `alloc` the pools point at).
         unsafe {
-            (*shared.as_ptr()).slot = stats.slot_size;
-            (*shared.as_ptr()).align = stats.slot_align;
             (*shared.as_ptr()).shards = shards.into_boxed_slice();
         }
         SyncPool { shared }
@@ -204,7 +200,7 @@ impl<A: Allocator> SyncPool<A> {
 
     /// The size of each slot (what pooled allocations report).
     pub fn slot_size(&self) -> usize {
-        self.shared().slot
+        self.shared().shape.size
     }
 
     /// The number of shards.
@@ -231,8 +227,8 @@ impl<A: Allocator> SyncPool<A> {
     pub fn stats(&self) -> PoolStats {
         let shared = self.shared();
         let mut total = PoolStats {
-            slot_size: shared.slot,
-            slot_align: shared.align,
+            slot_size: shared.shape.size,
+            slot_align: shared.shape.align,
             fallback_blocks: shared.fallback.load(Ordering::Relaxed),
             ..PoolStats::default()
         };
@@ -284,8 +280,7 @@ impl<A: Allocator> SyncPool<A> {
     /// Whether `layout` is served from a slot (as `Pool` decides it).
     #[inline(always)]
     fn pooled(&self, layout: Layout) -> bool {
-        let s = self.shared();
-        layout.size() != 0 && layout.size() <= s.slot && layout.align() <= s.align
+        self.shared().shape.pooled(layout)
     }
 
     /// Runs `f` on the shard pool that holds `p`, under that shard's lock (the thread's own
@@ -381,7 +376,7 @@ impl<A: Allocator> SyncPool<A> {
             // SAFETY: forwarded from the caller; both layouts fit a slot, so `p` is a live slot
             // of `slot` bytes, and `rederive` gives the owning shard's slab pointer.
             return unsafe {
-                resize_in_place(p, old, new, zeroed, self.shared().slot, |p| {
+                resize_in_place(p, old, new, zeroed, self.shared().shape.size, |p| {
                     self.with_owner(p, |pool| pool.rederive(p)).flatten()
                 })
             };
