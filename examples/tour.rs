@@ -127,13 +127,18 @@ fn main() {
     drop(buffers);
     let s = classes.stats();
     println!(
-        "SizeClassPool after the map is dropped: {} blocks live, {} pages ({} cached empty), \
-         {} fallback blocks",
+        "SizeClassPool after the map is dropped: {} blocks live, {} pages ({} cached empty, {} B \
+         held), {} fallback blocks",
         s.live_blocks(),
         s.pages,
         s.empty_pages,
+        s.bytes_held,
         s.fallback_blocks
     );
     assert_eq!((s.live_blocks(), s.fallback_blocks), (0, 0));
-    assert!(s.pages <= classes.options().max_empty_pages);
+    // What is held: cached empty pages (at most `max_empty_pages` largest pages' worth) and the
+    // one small page (at most 4 KiB) that a class may keep formatted for its next block.
+    let o = classes.options();
+    assert!(s.empty_bytes <= o.max_empty_pages * o.page_size);
+    assert!(s.bytes_held - s.empty_bytes <= s.classes().filter(|c| c.pages > 0).count() * 4096);
 }

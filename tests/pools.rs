@@ -27,7 +27,7 @@ use std::ptr::NonNull;
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 use arena_pool::allocator_api2::boxed::Box;
 use arena_pool::allocator_api2::vec::Vec as AVec;
-use arena_pool::{Arena, Pool, SizeClassOptions, SizeClassPool, TypedPool};
+use arena_pool::{Arena, Pool, SizeClassOptions, SizeClassPool, SizeClassStats, TypedPool};
 use common::Counting;
 use proptest::prelude::*;
 
@@ -345,12 +345,20 @@ impl Subject for SizeClassPool<&Counting> {
                 *per_class.entry(k).or_insert(0) += 1;
             }
         }
-        let mut class_pages = 0;
+        let (mut class_pages, mut class_bytes) = (0, 0);
         for c in s.classes() {
             let live = per_class.get(&c.block_size).copied().unwrap_or(0);
             assert_eq!(c.live, live, "live blocks of class {}", c.block_size);
             assert!(c.live <= c.pages * (o.page_size / c.block_size));
+            assert!(
+                (c.pages * c.block_size..=c.pages * o.page_size).contains(&c.bytes),
+                "class {}: {} pages of {} B",
+                c.block_size,
+                c.pages,
+                c.bytes
+            );
             class_pages += c.pages;
+            class_bytes += c.bytes;
         }
         assert!(
             blocks
@@ -359,8 +367,9 @@ impl Subject for SizeClassPool<&Counting> {
             "a block is in a class above largest_pooled"
         );
         assert_eq!(s.pages, class_pages + s.empty_pages, "pages");
-        assert!(s.empty_pages <= o.max_empty_pages);
-        assert_eq!(s.bytes_held, s.pages * o.page_size);
+        assert_eq!(s.bytes_held, class_bytes + s.empty_bytes, "bytes held");
+        assert!(s.empty_bytes <= o.max_empty_pages * o.page_size);
+        assert!(s.empty_bytes >= s.empty_pages * 16);
     }
 }
 
@@ -786,8 +795,8 @@ proptest! {
         // Everything freed: only cached empty pages are left, and `trim` returns them.
         let s = pool.stats();
         prop_assert_eq!(s.live_blocks(), 0);
-        prop_assert_eq!(s.pages, s.empty_pages);
-        prop_assert!(s.pages <= pool.options().max_empty_pages);
+        prop_assert_eq!(s.pages, s.empty_pages + kept_in_place(&s));
+        prop_assert!(s.empty_bytes <= empty_cache(&pool));
         pool.trim();
         prop_assert_eq!((pool.stats().pages, pool.stats().bytes_held), (0, 0));
         drop(pool);
@@ -796,8 +805,7 @@ proptest! {
 }
 
 /// The SizeClassPool half of the reuse rule, pinned down without proptest: blocks freed into a
-/// class on several pages are all handed out again before the class takes another page (it keeps
-/// allocating from its current page, which keeps the other pages free to empty).
+/// class on several pages are all handed out again before the class takes another page.
 #[test]
 fn size_class_reuses_freed_blocks_before_taking_a_page() {
     let pool = SizeClassPool::with_options(SizeClassOptions {
@@ -813,17 +821,25 @@ fn size_class_reuses_freed_blocks_before_taking_a_page() {
             .unwrap()
             .pages
     };
-    // Fill two pages of class 512 exactly.
+    // Fill the class's pages (its first page holds two blocks, the later ones seven) until it
+    // has three, full.
     let mut blocks: Vec<NonNull<u8>> = Vec::new();
-    while pages(&pool) < 2 {
+    while pages(&pool) < 3 {
         blocks.push(pool.allocate(l).unwrap().cast());
     }
-    let per_page = blocks.len() - 1;
-    for _ in 1..per_page {
+    while pool
+        .stats()
+        .classes()
+        .find(|c| c.block_size == 512)
+        .unwrap()
+        .live
+        < 2 + 7 + 7
+    {
         blocks.push(pool.allocate(l).unwrap().cast());
     }
-    assert_eq!(pages(&pool), 2);
-    let freed = [blocks[0], blocks[per_page], blocks[1]];
+    assert_eq!(pages(&pool), 3);
+    // One block from each page, none of them emptied.
+    let freed = [blocks[0], blocks[2 + 3], blocks[2 + 7 + 5]];
     // SAFETY: each block is live and freed once, with its layout.
     unsafe {
         for b in freed {
@@ -838,14 +854,14 @@ fn size_class_reuses_freed_blocks_before_taking_a_page() {
         for &b in &again {
             pool.deallocate(b, l);
         }
-        for (i, &b) in blocks.iter().enumerate() {
-            if i != 0 && i != 1 && i != per_page {
+        for &b in &blocks {
+            if !freed.contains(&b) {
                 pool.deallocate(b, l);
             }
         }
     }
     assert_eq!(
-        pages_after, 2,
+        pages_after, 3,
         "no page was taken while freed blocks were free"
     );
     let mut got: Vec<usize> = again.iter().map(|p| addr(*p)).collect();
@@ -1099,11 +1115,11 @@ fn size_class_box_churn_is_steady_after_the_first_round() {
             Mixed::Small(b) => assert_eq!(**b, [r, i, r ^ i]),
         },
     );
-    // All freed: only cached empty pages are left.
+    // All freed: only cached empty pages are left, and the small pages kept in place.
     let s = pool.stats();
     assert_eq!(s.live_blocks(), 0);
-    assert_eq!(s.pages, s.empty_pages);
-    assert!(s.pages <= pool.options().max_empty_pages);
+    assert_eq!(s.pages, s.empty_pages + kept_in_place(&s));
+    assert!(s.empty_bytes <= empty_cache(&pool));
     drop(pool);
     assert_eq!(counting.live.get(), 0);
 }
@@ -1149,6 +1165,24 @@ fn pool_vec_leaves_the_slot_and_comes_back() {
     assert_eq!((pool.in_use(), pool.stats().fallback_blocks), (0, 0));
     drop(pool);
     assert_eq!(counting.live.get(), 0);
+}
+
+/// Pages that classes with no block in use keep formatted in place (their one page, when it is
+/// small): at most one per class.
+fn kept_in_place(s: &SizeClassStats) -> usize {
+    s.classes()
+        .filter(|c| c.live == 0)
+        .map(|c| {
+            assert!(c.pages <= 1, "{c:?}");
+            c.pages
+        })
+        .sum()
+}
+
+/// The most bytes of empty pages a `SizeClassPool` keeps.
+fn empty_cache<A: Allocator>(pool: &SizeClassPool<A>) -> usize {
+    let o = pool.options();
+    o.max_empty_pages * o.page_size
 }
 
 /// (class size, live) of every class with a live block.
@@ -1461,12 +1495,17 @@ fn size_class_rebuilt_maps_and_vecs_stay_bounded() {
         kept.shrink_to_fit();
         let s = pool.stats();
         assert_eq!(s.live_blocks(), 0, "round {round}");
-        assert!(s.pages <= pool.options().max_empty_pages, "round {round}");
+        assert_eq!(s.pages, s.empty_pages + kept_in_place(&s), "round {round}");
+        assert!(s.empty_bytes <= empty_cache(&pool), "round {round}");
     }
-    // Bounded: no round after the second holds more than the second did (factor 1).
+    // Bounded: no round after the second holds more than 1.2x what the second did. (Not
+    // exactly as much: which cached page each class gets back, and so the size of the pages it
+    // takes after, differs from round to round; measured: 352 to 418 KiB of pages over the 40
+    // rounds, 389 KiB in the second.)
+    let within = |x: usize, second: usize| x * 5 <= second * 6;
     for (round, p) in peaks.iter().enumerate().skip(2) {
         assert!(
-            p.0 <= peaks[1].0 && p.1 <= peaks[1].1,
+            within(p.0, peaks[1].0) && within(p.1, peaks[1].1),
             "round {}: (bytes_held, backing live) {p:?} above round 2's {:?}",
             round + 1,
             peaks[1]
@@ -1504,9 +1543,17 @@ fn size_class_memory_follows_the_live_set_down() {
     let small = alloc_n(&pool, l48, 100);
     let s = pool.stats();
     let big_pages = class(&pool, 512).pages;
-    assert!(big_pages >= 5 && class(&pool, 256).pages >= 4 && class(&pool, 48).pages >= 2);
+    // Each class's pages hold its blocks with no more than an eighth to spare, plus a first
+    // page (about 1 KiB of blocks) and a header per page.
+    for (size, n) in [(512, 40), (256, 60), (48, 100)] {
+        let c = class(&pool, size);
+        let rule = n * size + n * size / 8 + 1024.max(size) + c.pages * 128;
+        assert!(
+            c.bytes <= rule,
+            "class {size}: {c:?}, the rule allows {rule} B"
+        );
+    }
     assert_eq!(s.empty_pages, 0);
-    assert_eq!(s.bytes_held, s.pages * page);
     assert!(counting.live.get() >= s.bytes_held);
     let table = counting.live.get() - s.bytes_held;
     assert!(
@@ -1514,25 +1561,36 @@ fn size_class_memory_follows_the_live_set_down() {
         "besides pages, only the address map's table: {table} bytes"
     );
 
-    // Free all of class 512: two of its pages are cached, the rest go back.
+    // Free all of class 512: its pages are cached up to two largest pages' worth of bytes, the
+    // rest go back.
+    let big_bytes = class(&pool, 512).bytes;
     for &p in &big {
         // SAFETY: each block is live and freed once, with its layout.
         unsafe { pool.deallocate(p, l512) };
     }
     let t = pool.stats();
-    assert_eq!(class(&pool, 512).pages, 0);
-    assert_eq!(t.empty_pages, 2);
-    assert_eq!(t.pages, s.pages - big_pages + 2);
+    // Its last page (4 KiB at most here) stays formatted in place.
+    let kept = class(&pool, 512);
+    assert_eq!((kept.live, kept.pages), (0, 1));
+    assert!(t.empty_pages > 0 && t.empty_pages < big_pages);
+    assert!(t.empty_bytes <= 2 * page && t.empty_bytes > 2 * page - big_bytes.min(page));
+    assert_eq!(t.pages, s.pages - big_pages + t.empty_pages + 1);
+    assert_eq!(
+        t.bytes_held,
+        s.bytes_held - big_bytes + t.empty_bytes + kept.bytes
+    );
     assert_eq!(counting.live.get(), t.bytes_held + table);
 
     // A cached page serves another class without a backing allocation.
     let allocs = counting.allocs.get();
     let other = pool.allocate(layout(100, 16)).unwrap().cast::<u8>();
     assert_eq!(counting.allocs.get(), allocs);
-    assert_eq!(pool.stats().empty_pages, 1);
+    assert_eq!(pool.stats().empty_pages, t.empty_pages - 1);
     // SAFETY: `other` is live with this layout.
     unsafe { pool.deallocate(other, layout(100, 16)) };
-    assert_eq!(pool.stats().empty_pages, 2);
+    // Its class's only page stays in place.
+    assert_eq!(pool.stats().empty_pages, t.empty_pages - 1);
+    assert_eq!(class(&pool, 112).pages, 1);
 
     // Free everything: only the cache's pages are held.
     for (blocks, l) in [(&mid, l256), (&small, l48)] {
@@ -1543,11 +1601,11 @@ fn size_class_memory_follows_the_live_set_down() {
     }
     let u = pool.stats();
     assert_eq!(u.live_blocks(), 0);
-    assert_eq!((u.pages, u.empty_pages), (2, 2));
-    assert!(u.pages <= options.max_empty_pages);
+    assert_eq!(u.pages, u.empty_pages + kept_in_place(&u));
+    assert!(u.empty_bytes <= 2 * page);
     assert_eq!(counting.live.get(), u.bytes_held + table);
 
-    // `trim` returns the cached pages.
+    // `trim` returns the cached pages and those kept in place.
     pool.trim();
     let v = pool.stats();
     assert_eq!((v.pages, v.empty_pages, v.bytes_held), (0, 0, 0));
@@ -1559,6 +1617,180 @@ fn size_class_memory_follows_the_live_set_down() {
     drop(b);
     drop(pool);
     assert_eq!(counting.live.get(), 0);
+}
+
+/// Pages follow each class's population: a class with one live block holds one small page
+/// (about 1 KiB of blocks, or one block for the largest classes), and under random churn over
+/// sixteen classes each class holds at most 1.125x the bytes of the most blocks it had in use at
+/// once or kept among its recently freed ones, plus a first page, a 4 KiB page and a header per
+/// page.
+#[test]
+fn size_class_memory_follows_each_class() {
+    // One live block per class, each in a fresh pool: the peak is its first page plus the
+    // address map's table (64 bytes for a page in one 4 KiB granule, 128 for up to three).
+    let largest = SizeClassOptions::default().largest_pooled;
+    for size in [16, 100, 512, 1000, 4096, largest] {
+        let counting = Counting::default();
+        let pool = SizeClassPool::new_in(&counting);
+        let l = layout(size, 8);
+        let p = pool.allocate(l).unwrap();
+        let block = p.len();
+        let first = (1024 / block).max(1) * block + 128 + block / 128;
+        assert!(
+            counting.peak.get() <= first + if first <= 4096 { 64 } else { 128 },
+            "one block of {size} B: {} B held",
+            counting.peak.get()
+        );
+        // SAFETY: a live block of `pool` with layout `l`.
+        unsafe { pool.deallocate(p.cast(), l) };
+    }
+
+    // Random churn: n live blocks of 8 to 512 bytes, one replaced at a time.
+    let (n, steps) = if cfg!(miri) {
+        (60, 300)
+    } else {
+        (1000, 50_000)
+    };
+    let counting = Counting::default();
+    let pool = SizeClassPool::new_in(&counting);
+    let mut rng = Lcg(7);
+    let mut size = || 8 + rng.next() as usize % 505;
+    let mut peak_live = std::collections::BTreeMap::<usize, usize>::new();
+    let mut note = |pool: &SizeClassPool<&Counting>| {
+        for c in pool.stats().classes() {
+            let most = peak_live.entry(c.block_size).or_default();
+            *most = (*most).max(c.live);
+        }
+    };
+    let mut live: Vec<(NonNull<u8>, Layout)> = (0..n)
+        .map(|_| {
+            let l = layout(size(), 8);
+            (pool.allocate(l).unwrap().cast(), l)
+        })
+        .collect();
+    note(&pool);
+    let mut pick = Lcg(11);
+    for _ in 0..steps {
+        let i = pick.next() as usize % n;
+        // SAFETY: a live block of `pool` with its layout, replaced at once.
+        unsafe { pool.deallocate(live[i].0, live[i].1) };
+        let l = layout(size(), 8);
+        live[i] = (pool.allocate(l).unwrap().cast(), l);
+        note(&pool);
+    }
+    let s = pool.stats();
+    let mut blocks = 0;
+    for c in s.classes().filter(|c| c.pages > 0) {
+        let most = peak_live[&c.block_size] * c.block_size;
+        let first = (1024 / c.block_size).max(1) * c.block_size;
+        // Up to 16 KiB (at most 32 blocks) of recently freed blocks stay out of the pages.
+        let recent = (16384 / c.block_size).clamp(1, 32) * c.block_size;
+        let rule = (most + recent) * 9 / 8 + first + 4096 + c.pages * 128;
+        assert!(c.bytes <= rule, "{c:?}: the rule allows {rule} B");
+        blocks += c.live * c.block_size;
+    }
+    eprintln!(
+        "{n} live blocks of 8 to 512 B: pages hold {} B for {blocks} B of blocks ({:.2}x), peak \
+         {} B",
+        s.bytes_held,
+        s.bytes_held as f64 / blocks as f64,
+        counting.peak.get()
+    );
+    for (p, l) in live {
+        // SAFETY: live blocks of `pool`, each freed once with its layout.
+        unsafe { pool.deallocate(p, l) };
+    }
+    assert_eq!(pool.stats().live_blocks(), 0);
+}
+
+/// A class keeps its last-freed blocks out of their pages (handed out first, most recent
+/// first): they pin at most 16 KiB of blocks per class, `trim` puts them back so that their
+/// pages can go, and freeing a class's last block does too.
+#[test]
+fn size_class_recent_blocks_come_back_first_and_trim_releases_their_pages() {
+    let counting = Counting::default();
+    let mut pool = SizeClassPool::new_in(&counting);
+    let l = layout(256, 16);
+    let n = if cfg!(miri) { 80 } else { 400 };
+    let blocks: Vec<NonNull<u8>> = (0..n).map(|_| pool.allocate(l).unwrap().cast()).collect();
+    let pages = pool.stats().pages;
+    assert!(pages > 3);
+    // Freed last, handed out first.
+    for &p in &blocks[n - 3..] {
+        // SAFETY: a live block of `pool` with layout `l`, freed once.
+        unsafe { pool.deallocate(p, l) };
+    }
+    let again: Vec<NonNull<u8>> = (0..3).map(|_| pool.allocate(l).unwrap().cast()).collect();
+    assert_eq!(again, [blocks[n - 1], blocks[n - 2], blocks[n - 3]]);
+    // Free all but the first block: the recent blocks (16 KiB / 256 B = 64, at most 32) keep
+    // some pages from emptying; `trim` puts them back and every page but the first one goes.
+    for &p in blocks[1..n - 3].iter().chain(&again) {
+        // SAFETY: as above.
+        unsafe { pool.deallocate(p, l) };
+    }
+    let s = pool.stats();
+    assert_eq!(s.live_blocks(), 1);
+    let class = s.classes().find(|c| c.block_size == 256).unwrap();
+    assert!(class.pages > 1, "{class:?}");
+    assert!(class.pages <= 1 + 32, "{class:?}");
+    pool.trim();
+    let t = pool.stats();
+    let class = t.classes().find(|c| c.block_size == 256).unwrap();
+    assert_eq!((class.pages, t.empty_pages), (1, 0), "{t:?}");
+    assert_eq!(t.pages, 1);
+    // The last block: its class's one page (1 KiB of blocks) stays formatted in place.
+    // SAFETY: as above.
+    unsafe { pool.deallocate(blocks[0], l) };
+    let u = pool.stats();
+    assert_eq!((u.pages, u.empty_pages, kept_in_place(&u)), (1, 0, 1));
+    pool.trim();
+    assert_eq!(pool.stats().pages, 0);
+    drop(pool);
+    assert_eq!(counting.live.get(), 0);
+}
+
+/// A population that falls gives its pages back: 3 000 blocks of 8 to 512 bytes, then two freed
+/// for one allocated (at random) down to 150: the pages in use shrink to under a third of what
+/// they were, the rest is cached (within its budget) or back with the backing allocator.
+/// (Measured: 940 096 -> 273 408 bytes of pages in use; with the 64 KiB pages of before,
+/// 1 507 328 -> 1 179 648.)
+#[test]
+fn size_class_pages_follow_a_falling_population() {
+    let (high, low) = if cfg!(miri) { (1000, 50) } else { (3000, 150) };
+    let counting = Counting::default();
+    let pool = SizeClassPool::new_in(&counting);
+    let mut rng = Lcg(5);
+    let mut size = || 8 + rng.next() as usize % 505;
+    let mut live: Vec<(NonNull<u8>, Layout)> = (0..high)
+        .map(|_| {
+            let l = layout(size(), 8);
+            (pool.allocate(l).unwrap().cast(), l)
+        })
+        .collect();
+    let at_high = pool.stats();
+    let mut pick = Lcg(9);
+    while live.len() > low {
+        for _ in 0..2 {
+            let (p, l) = live.swap_remove(pick.next() as usize % live.len());
+            // SAFETY: a live block of `pool` with its layout, freed once.
+            unsafe { pool.deallocate(p, l) };
+        }
+        let l = layout(size(), 8);
+        live.push((pool.allocate(l).unwrap().cast(), l));
+    }
+    let at_low = pool.stats();
+    let in_use = |s: &SizeClassStats| s.bytes_held - s.empty_bytes;
+    assert!(
+        in_use(&at_low) * 3 < in_use(&at_high),
+        "pages in use: {} B at {high} blocks, {} B at {low}",
+        in_use(&at_high),
+        in_use(&at_low)
+    );
+    assert!(at_low.empty_bytes <= empty_cache(&pool));
+    for (p, l) in live {
+        // SAFETY: as above.
+        unsafe { pool.deallocate(p, l) };
+    }
 }
 
 /// `[u8; 512]` blocks: slot 512, slabs of 8, 16, 32 slots.
@@ -2186,43 +2418,55 @@ fn size_class_blocks_per_page_and_waste() {
         } else {
             assert!(waste * 4 <= block, "class {block}: {waste} bytes of waste");
         }
-        // Blocks per page: allocate until the class takes a second page.
+        // Blocks per page: allocate from a fresh pool until the class takes a third page.
+        let fresh = SizeClassPool::with_options(options);
         let l = layout(block, 16);
         let mut blocks = Vec::new();
-        let pages = |pool: &SizeClassPool| {
+        let class = |pool: &SizeClassPool| {
             pool.stats()
                 .classes()
                 .find(|c| c.block_size == block)
                 .unwrap()
-                .pages
         };
-        // Pages are aligned to their size: a block's page is its address rounded down.
-        let page_of = |p: NonNull<u8>| addr(p) & !(o.page_size - 1);
+        // (blocks, bytes) of the first and the second page.
+        let mut pages = [(0, 0); 2];
         loop {
-            let p = pool.allocate(l).unwrap().cast::<u8>();
-            blocks.push(p);
-            if page_of(p) != page_of(blocks[0]) {
+            blocks.push(fresh.allocate(l).unwrap().cast::<u8>());
+            let c = class(&fresh);
+            if c.pages == 3 {
                 break;
             }
+            pages[c.pages - 1].0 += 1;
+            pages[c.pages - 1].1 = c.bytes - if c.pages == 2 { pages[0].1 } else { 0 };
         }
-        assert_eq!(pages(&pool), 2);
-        let per_page = blocks.len() - 1;
-        let page_waste = o.page_size - per_page * block;
+        let [(first_blocks, first_page), (second_blocks, second_page)] = pages;
+        let metadata = first_page - first_blocks * block;
         eprintln!(
-            "class {block:5}: worst request {:5} wastes {waste:4} B ({:4.1}%); {per_page:4} blocks/page, \
-             page metadata+tail {page_waste:4} B ({:.2}%)",
+            "class {block:5}: worst request {:5} wastes {waste:4} B ({:4.1}%); first page \
+             {first_blocks:3} blocks in {first_page:5} B (metadata {metadata} B), second \
+             {second_blocks:3} in {second_page:5} B",
             prev + 1,
             100.0 * waste as f64 / block as f64,
-            100.0 * page_waste as f64 / o.page_size as f64,
         );
-        // The page is filled: metadata (header + one debug bit per 16 bytes) plus less than a block.
-        assert!(
-            page_waste < block + 128 + o.page_size / 128,
-            "class {block}"
-        );
+        // The first page holds about 1 KiB of blocks, at least one, and nothing but its
+        // metadata (header + one debug bit per 16 bytes) besides: no tail.
+        assert_eq!(first_blocks, (1024 / block).max(1), "class {block}");
+        assert!(metadata < 128 + first_page / 128, "class {block}");
+        // The second: 4 KiB (an eighth of the class's bytes, at least 4 KiB, in whole 4 KiB
+        // granules), filled to within a block, or as many blocks as the first if 4 KiB holds
+        // fewer.
+        assert!(second_blocks >= first_blocks, "class {block}");
+        if second_blocks > first_blocks {
+            assert!(second_page <= 4096, "class {block}: {second_page} B");
+            assert!(
+                second_page + block + 160 > 4096,
+                "class {block}: {second_page} B"
+            );
+        }
+        assert!(second_page - second_blocks * block < 128 + second_page / 128);
         for p in blocks {
-            // SAFETY: each block is live with layout `l`.
-            unsafe { pool.deallocate(p, l) };
+            // SAFETY: each block is live in `fresh` with layout `l`.
+            unsafe { fresh.deallocate(p, l) };
         }
         prev = block;
     }

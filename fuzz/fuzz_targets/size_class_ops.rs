@@ -157,9 +157,17 @@ impl State<'_> {
         }
         assert_eq!(s.live_blocks(), self.count(POOLED));
         assert_eq!(s.fallback_blocks, self.count(FALLBACK), "{s:?}");
-        assert!(s.empty_pages <= self.options.max_empty_pages, "{s:?}");
+        let o = self.options;
+        assert!(s.empty_bytes <= o.max_empty_pages * o.page_size, "{s:?}");
         assert!(s.empty_pages <= s.pages, "{s:?}");
-        assert_eq!(s.bytes_held, s.pages * self.options.page_size);
+        let mut class_bytes = 0;
+        for c in s.classes() {
+            // A class's pages hold at least one of its blocks each, and at most a largest page.
+            assert!(c.bytes >= c.pages * c.block_size, "{c:?}");
+            assert!(c.bytes <= c.pages * o.page_size, "{c:?}");
+            class_bytes += c.bytes;
+        }
+        assert_eq!(s.bytes_held, class_bytes + s.empty_bytes, "{s:?}");
         let others = self.backing.live_blocks() - s.pages - s.fallback_blocks;
         assert!(
             others <= 1,

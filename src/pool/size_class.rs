@@ -1,17 +1,35 @@
-//! [`SizeClassPool`]: mixed sizes with real reuse, in pages aligned to their size.
+//! [`SizeClassPool`]: mixed sizes with real reuse, in pages that grow with each class.
 //!
 //! Classes: 16-byte steps up to 128 B, then four classes per power of two (160, 192, 224, 256,
 //! 320, …), so a block wastes at most 25% of its class (hashbrown's tables sit just above powers
 //! of two; `Vec`'s doubling sizes are classes exactly). Every class is a multiple of 16, so every
 //! block is 16-aligned. Larger or more-aligned layouts go to the backing allocator.
 //!
-//! A page is a block of `page_size` bytes aligned to `page_size`, starting with a header (class,
-//! live count, per-page free list, carve position, list links). `deallocate` finds it through an
-//! address map keyed by `address / page_size`, which returns the pool's own page pointer: the
-//! caller's pointer may carry a provenance narrowed to its block, so it is used for its address
-//! only. A page with free slots sits in its class's list; a page that empties goes
-//! to a small cache of empty pages (reused by any class), and beyond the cache's limit back to the
-//! backing allocator, so the memory held follows the live set down as well as up.
+//! A page is a header (class, size, live count, per-page free list, carve position, list
+//! links) followed by a whole number of blocks of its class, aligned to 4 KiB. Pages follow their
+//! class's population: a class's first page holds about 1 KiB of blocks (at least one); a class
+//! takes another page only when all of its pages are full, of an eighth of the bytes its pages
+//! hold, at least 4 KiB, in whole 4 KiB granules (and at least a first page's blocks, at most
+//! `page_size`). So a class holds at most 1.125x the bytes of the most blocks it ever had in use
+//! or recently freed (below) at once, plus a first page, a 4 KiB page and the pages' headers. A
+//! page with free blocks that was full goes last in its class's list, so that allocation keeps to
+//! the pages in front and pages at the back can empty. A page that empties goes to a small cache
+//! of empty pages (reused first by the class it had, else by any class it holds a block of), and
+//! beyond the cache's limit back to the backing allocator, so the memory held follows the live
+//! set down as well as up.
+//!
+//! While a class's pages are at least half in use, it keeps its last-freed blocks (up to 16 KiB,
+//! at most 32 blocks) on a list of its own and hands them out first, newest first: a block freed
+//! and soon asked for again costs neither page's header a visit, which keeps a churning working
+//! set spread over many small pages as fast as one over a few large ones. Those blocks count as
+//! in use in their pages until they are handed out again, or put back when the class's last
+//! block is freed or by [`SizeClassPool::trim`]. A class whose population falls below half its
+//! pages frees straight into the pages, so that they can empty.
+//!
+//! `deallocate` finds a block's page through an address map keyed by `address / 4 KiB` (a page
+//! registers each 4 KiB granule it touches; pages are aligned to 4 KiB, so no two share one),
+//! which returns the pool's own page pointer: the caller's pointer may carry a provenance
+//! narrowed to its block, so it is used for its address only.
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -32,8 +50,21 @@ const SMALL_CLASSES: usize = 8;
 const MAX_CLASSES: usize = 64;
 /// Largest page size accepted.
 const MAX_PAGE_SIZE: usize = 1 << 20;
-/// Smallest page size accepted.
-const MIN_PAGE_SIZE: usize = 4096;
+/// Pages are aligned to this, the address map's granule (so that no two pages share one).
+const GRANULE_SHIFT: u32 = 12;
+const GRANULE: usize = 1 << GRANULE_SHIFT;
+/// Smallest `page_size` accepted.
+const MIN_PAGE_SIZE: usize = GRANULE;
+/// A class's first page holds about this many bytes of blocks (and at least one block).
+const FIRST_PAGE_BYTES: usize = 1024;
+/// A class's later pages: an eighth of the bytes its pages hold, at least this many.
+const LATER_MIN: usize = 4096;
+/// A class keeps up to this many bytes of its last-freed blocks out of their pages, at most
+/// [`RECENT_MAX`] blocks.
+const RECENT_BYTES: usize = 16384;
+const RECENT_MAX: usize = 32;
+/// A class's only page stays formatted in place when it empties if it is at most this large.
+const KEEP_IN_PLACE: usize = 4096;
 
 /// The class of a pooled size (`1 ..`).
 #[inline]
@@ -78,11 +109,13 @@ pub struct SizeClassOptions {
     /// Largest size served from a class (rounded up to a class size, and to at most an eighth of
     /// a page); larger requests go to the backing allocator. Default 8 KiB.
     pub largest_pooled: usize,
-    /// Bytes per page, a power of two between 4 KiB and 1 MiB (rounded into that range).
-    /// Default 64 KiB.
+    /// Bytes of the largest page, a power of two between 4 KiB and 1 MiB (rounded into that
+    /// range). A class's pages start small (about 1 KiB of blocks) and grow with the class's
+    /// population up to this. Default 64 KiB.
     pub page_size: usize,
-    /// Empty pages kept for reuse; pages emptied beyond this go back to the backing allocator.
-    /// Default 4.
+    /// Empty pages kept for reuse, counted in largest pages: the cache holds at most
+    /// `max_empty_pages * page_size` bytes of empty pages (of any size), and pages emptied beyond
+    /// that go back to the backing allocator. Default 4.
     pub max_empty_pages: usize,
 }
 
@@ -98,7 +131,7 @@ impl Default for SizeClassOptions {
 
 impl SizeClassOptions {
     /// The options as the pool applies them: page size a power of two in range, largest pooled
-    /// size a class size fitting at least eight blocks in a page.
+    /// size a class size fitting at least eight blocks in a largest page.
     fn normalized(self) -> SizeClassOptions {
         let page_size = self
             .page_size
@@ -120,6 +153,7 @@ impl SizeClassOptions {
 
 #[repr(C)]
 struct PageHeader {
+    // First cache line: what allocation and freeing read and write.
     class: usize,
     /// Block size of the class.
     block: usize,
@@ -128,17 +162,22 @@ struct PageHeader {
     /// Next never-used block; `end` is one past the last block.
     carve: NonNull<u8>,
     end: NonNull<u8>,
+    in_list: bool,
     /// Links in the class's list of pages with free blocks, or in the empty-page cache.
     next: Option<Page>,
+    // Second: list upkeep and bookkeeping.
     prev: Option<Page>,
-    in_list: bool,
+    /// Bytes of the page.
+    size: usize,
+    /// Blocks the page holds.
+    slots: usize,
     /// Links in the list of every page held.
     all_next: Option<Page>,
     all_prev: Option<Page>,
 }
 
-/// Bytes before a page's first block: the header and, in debug builds, one live bit per
-/// 16-byte unit of the page.
+/// Bytes before the first block of a page of `page_size` bytes: the header and, in debug
+/// builds, one live bit per 16-byte unit of the page.
 fn page_metadata(page_size: usize) -> usize {
     let bitmap = if cfg!(debug_assertions) {
         (page_size / CLASS_ALIGN).div_ceil(64) * 8
@@ -173,11 +212,12 @@ macro_rules! set {
 }
 
 impl Page {
-    /// (Re)formats the page for `class`: no block in use, all to be carved.
-    fn init(self, class: usize, page_size: usize) {
+    /// (Re)formats the page for `class`: no block in use, all to be carved. `size` is the
+    /// page's, which holds at least one block of the class.
+    fn init(self, class: usize, size: usize) {
         let block = class_size(class);
-        let first = page_metadata(page_size);
-        let slots = (page_size - first) / block;
+        let first = page_metadata(size);
+        let slots = (size - first) / block;
         // SAFETY: `first + slots * block <= page_size`, inside the page's block.
         let (carve, end) = unsafe {
             let carve = self.0.cast::<u8>().add(first);
@@ -185,13 +225,15 @@ impl Page {
         };
         set!(self, class, class);
         set!(self, block, block);
+        set!(self, size, size);
+        set!(self, slots, slots);
         set!(self, live, 0);
         set!(self, free, None);
         set!(self, carve, carve);
         set!(self, end, end);
         #[cfg(debug_assertions)]
         {
-            let words = (page_size / CLASS_ALIGN).div_ceil(64);
+            let words = (size / CLASS_ALIGN).div_ceil(64);
             // SAFETY: the bitmap follows the header inside the metadata area.
             unsafe { self.bits().write_bytes(0, words) };
         }
@@ -247,34 +289,78 @@ impl Page {
     /// Debug builds: sets the live bit of the block at `p`, returning the old one; panics when
     /// `p` is not the start of a block of this page.
     #[cfg(debug_assertions)]
-    fn swap_bit(self, p: NonNull<u8>, live: bool, page_size: usize) -> bool {
-        let first = self.0.addr().get() + page_metadata(page_size);
+    fn swap_bit(self, p: NonNull<u8>, live: bool) -> bool {
+        let first = self.0.addr().get() + page_metadata(get!(self, size));
         let offset = p.addr().get().wrapping_sub(first);
         let block = get!(self, block);
         if offset % block != 0 || p.addr().get() >= get!(self, end).addr().get() {
             panic!("arena-pool: SizeClassPool::deallocate: {p:p} was not allocated by this pool");
         }
         let unit = offset / CLASS_ALIGN;
-        // SAFETY: `unit < page_size / 16`, and the bitmap has a bit per 16-byte unit.
+        // SAFETY: `unit < size / 16`, and the bitmap has a bit per 16-byte unit of the page.
         unsafe { super::swap_live_bit(self.bits(), unit, live) }
     }
 }
 
-/// One class's state.
+/// One class's state: what allocation and freeing use first, in the first cache line (the
+/// struct is aligned to one), the page upkeep after.
+#[repr(C, align(64))]
 struct ClassState {
+    /// Blocks freed last, kept out of their pages (still counted live there) and handed out
+    /// first: a block freed and soon asked for again costs no page update (see `give_back`).
+    recent: Cell<Option<NonNull<u8>>>,
+    recent_count: Cell<usize>,
+    /// The most blocks `recent` keeps.
+    recent_limit: usize,
+    live: Cell<usize>,
     /// Pages of this class with a free block; allocation takes from the first.
     available: Cell<Option<Page>>,
-    live: Cell<usize>,
+    /// The last page of that list.
+    available_tail: Cell<Option<Page>>,
     pages: Cell<usize>,
+    /// Bytes of the class's pages.
+    bytes: Cell<usize>,
+    /// Blocks the class's pages hold.
+    capacity: Cell<usize>,
+    /// Blocks of the class's first page.
+    first_blocks: usize,
+    /// Bytes of a page of one block of the class (the least a cached page needs).
+    one_block_page: usize,
+    /// The page the class emptied last, kept for it (counted in the cache of empty pages).
+    spare: Cell<Option<Page>>,
 }
 
 impl ClassState {
-    const fn new() -> ClassState {
+    fn new(class: usize) -> ClassState {
         ClassState {
             available: Cell::new(None),
+            available_tail: Cell::new(None),
             live: Cell::new(0),
             pages: Cell::new(0),
+            bytes: Cell::new(0),
+            capacity: Cell::new(0),
+            recent: Cell::new(None),
+            recent_count: Cell::new(0),
+            recent_limit: (RECENT_BYTES / class_size(class)).clamp(1, RECENT_MAX),
+            first_blocks: (FIRST_PAGE_BYTES / class_size(class)).max(1),
+            one_block_page: page_bytes(1, class_size(class)),
+            spare: Cell::new(None),
         }
+    }
+}
+
+/// The bytes of a page of exactly `blocks` blocks of `block` bytes: its metadata and the
+/// blocks, with no tail.
+fn page_bytes(blocks: usize, block: usize) -> usize {
+    let data = blocks * block;
+    // In debug builds the metadata grows with the page (a bit per 16 bytes): settle it.
+    let mut meta = page_metadata(data);
+    loop {
+        let more = page_metadata(data + meta);
+        if more <= meta {
+            return data + meta;
+        }
+        meta = more;
     }
 }
 
@@ -315,9 +401,13 @@ pub struct SizeClassPool<A: Allocator = Global> {
     /// From a block's address to its page (with the page's provenance).
     map: AddressMap,
     pages: Cell<usize>,
+    /// Bytes of every page held.
+    bytes_held: Cell<usize>,
     /// Empty pages kept for reuse (linked through `next`).
     empty: Cell<Option<Page>>,
     empty_count: Cell<usize>,
+    /// Bytes of the cached empty pages.
+    empty_bytes: Cell<usize>,
     fallback_blocks: Cell<usize>,
     /// Set while a page is taken from `alloc` (see [`BackingCall`]).
     backing_call: BackingCall,
@@ -365,12 +455,14 @@ impl<A: Allocator> SizeClassPool<A> {
         let options = options.normalized();
         SizeClassPool {
             options,
-            map: AddressMap::new(options.page_size.trailing_zeros()),
-            classes: [const { ClassState::new() }; MAX_CLASSES],
+            map: AddressMap::new(GRANULE_SHIFT),
+            classes: core::array::from_fn(ClassState::new),
             all: Cell::new(None),
             pages: Cell::new(0),
+            bytes_held: Cell::new(0),
             empty: Cell::new(None),
             empty_count: Cell::new(0),
+            empty_bytes: Cell::new(0),
             fallback_blocks: Cell::new(0),
             backing_call: BackingCall::new(),
             alloc,
@@ -387,7 +479,9 @@ impl<A: Allocator> SizeClassPool<A> {
         &self.alloc
     }
 
-    /// Returns every cached empty page to the backing allocator.
+    /// Puts every class's recently freed blocks back in their pages, then returns every empty
+    /// page to the backing allocator: the cached ones, and the one small page that a class
+    /// whose blocks are all free keeps formatted for its next block.
     ///
     /// ```
     /// use arena_pool::allocator_api2::vec::Vec;
@@ -408,12 +502,32 @@ impl<A: Allocator> SizeClassPool<A> {
     /// # }
     /// ```
     pub fn trim(&mut self) {
+        for state in &self.classes {
+            self.flush_recent(state);
+            if let Some(page) = state.spare.take() {
+                // SAFETY: a spare page is empty and in no list.
+                unsafe { self.release(page) };
+            }
+            // A class with no block in use may keep its one small page formatted in place.
+            if state.live.get() == 0 {
+                if let Some(page) = state.available.get() {
+                    self.unlink(page, state);
+                    state.pages.set(state.pages.get() - 1);
+                    state.bytes.set(state.bytes.get() - get!(page, size));
+                    state.capacity.set(state.capacity.get() - get!(page, slots));
+                    // SAFETY: the class has no block in use, so its page is empty, and it is
+                    // now unlinked from the class list.
+                    unsafe { self.release(page) };
+                }
+            }
+        }
         while let Some(page) = self.empty.get() {
             self.empty.set(get!(page, next));
             // SAFETY: a cached page is empty and unlinked from every class list.
             unsafe { self.release(page) };
         }
         self.empty_count.set(0);
+        self.empty_bytes.set(0);
     }
 
     /// Statistics, with a line per class in use.
@@ -435,12 +549,14 @@ impl<A: Allocator> SizeClassPool<A> {
                 block_size: class_size(i),
                 live: c.live.get(),
                 pages: c.pages.get(),
+                bytes: c.bytes.get(),
             };
         }
         SizeClassStats {
             pages: self.pages.get(),
             empty_pages: self.empty_count.get(),
-            bytes_held: self.pages.get() * self.options.page_size,
+            empty_bytes: self.empty_bytes.get(),
+            bytes_held: self.bytes_held.get(),
             fallback_blocks: self.fallback_blocks.get(),
             class_count: class_of(self.options.largest_pooled) + 1,
             per_class: classes,
@@ -461,6 +577,19 @@ impl<A: Allocator> SizeClassPool<A> {
         // `class_of` maps every pooled size to a valid class: the checked forms (here and below)
         // cost a compare and keep the fallible API free of panicking paths.
         let state = self.classes.get(class).ok_or(AllocError)?;
+        if let Some(p) = state.recent.get() {
+            // SAFETY: a block on the recent list holds the link `give_back` wrote.
+            state
+                .recent
+                .set(unsafe { p.cast::<Option<NonNull<u8>>>().read() });
+            state.recent_count.set(state.recent_count.get() - 1);
+            state.live.set(state.live.get() + 1);
+            #[cfg(debug_assertions)]
+            if let Some(base) = self.map.get(p.addr().get()) {
+                Page(base.cast()).swap_bit(p, true);
+            }
+            return Ok(p);
+        }
         let page = match state.available.get() {
             Some(page) => page,
             None => self.new_page(class)?,
@@ -468,15 +597,16 @@ impl<A: Allocator> SizeClassPool<A> {
         // A page on the available list always has a free block.
         let p = page.pop().ok_or(AllocError)?;
         if page.is_full() {
-            self.unlink(page, &state.available);
+            self.unlink(page, state);
         }
         state.live.set(state.live.get() + 1);
         #[cfg(debug_assertions)]
-        page.swap_bit(p, true, self.options.page_size);
+        page.swap_bit(p, true);
         Ok(p)
     }
 
-    /// Gives `class` a page with room: a cached empty page or a new one.
+    /// Gives `class` a page with room: a cached empty page that holds the class's first-page
+    /// minimum, or a new one sized by the class's population (see the module docs).
     ///
     /// A new page is taken after the address map has made room for it, so that once the page is
     /// taken nothing can fail or call the backing allocator before it is registered. While the
@@ -488,63 +618,134 @@ impl<A: Allocator> SizeClassPool<A> {
         if self.backing_call.in_progress() {
             return Err(AllocError);
         }
-        let page = match self.empty.get() {
-            Some(page) => {
-                self.empty.set(get!(page, next));
-                self.empty_count.set(self.empty_count.get() - 1);
-                page
-            }
+        let state = self.classes.get(class).ok_or(AllocError)?;
+        let block = class_size(class);
+        let first = state.first_blocks;
+        let page = match self.take_cached(class, state, state.one_block_page) {
+            Some(page) => page,
             None => {
-                let size = self.options.page_size;
-                // A power of two up to 1 MiB is a valid size and alignment.
-                let layout = Layout::from_size_align(size, size).map_err(|_| AllocError)?;
-                let block = self.backing_call.run(|| {
-                    self.map.reserve(1, &self.alloc)?;
-                    self.alloc.allocate(layout)
-                })?;
-                // The room reserved above is still there: no call into the backing allocator.
-                if let Err(e) = self.map.insert(block.cast(), 1, &self.alloc) {
-                    // SAFETY: the block is ours, fresh, and not registered anywhere.
-                    unsafe { self.alloc.deallocate(block.cast(), layout) };
-                    return Err(e);
-                }
-                let page = Page(block.cast());
-                set!(page, all_prev, None);
-                set!(page, all_next, self.all.get());
-                if let Some(first) = self.all.get() {
-                    set!(first, all_prev, Some(page));
-                }
-                self.all.set(Some(page));
-                self.pages.set(self.pages.get() + 1);
-                page
+                // An eighth of what the class holds, at least the first page's blocks, at most
+                // a largest page's (which holds eight or more: see the options).
+                let most = (self.options.page_size - page_metadata(self.options.page_size)) / block;
+                let blocks = match state.bytes.get() {
+                    0 => first,
+                    held => {
+                        // Whole granules: the map registers whole granules anyway.
+                        let bytes = (held / 8).max(LATER_MIN).next_multiple_of(GRANULE);
+                        ((bytes - page_metadata(bytes)) / block)
+                            .min(most)
+                            .max(first)
+                    }
+                };
+                self.new_page_from_backing(page_bytes(blocks, block))?
             }
         };
-        page.init(class, self.options.page_size);
+        page.init(class, get!(page, size));
         set!(page, in_list, false);
-        let state = self.classes.get(class).ok_or(AllocError)?;
-        self.push_front(page, &state.available);
+        self.push_front(page, state);
         state.pages.set(state.pages.get() + 1);
+        state.bytes.set(state.bytes.get() + get!(page, size));
+        state.capacity.set(state.capacity.get() + get!(page, slots));
         Ok(page)
     }
 
-    fn push_front(&self, page: Page, list: &Cell<Option<Page>>) {
-        set!(page, prev, None);
-        set!(page, next, list.get());
-        if let Some(first) = list.get() {
-            set!(first, prev, Some(page));
+    /// Takes a cached empty page for `class` off the cache: the class's own spare (the page it
+    /// emptied last), else a cached page last formatted for the class (so that a steady loop
+    /// gets back the pages it had), else the first cached page of at least `min` bytes.
+    fn take_cached(&self, class: usize, state: &ClassState, min: usize) -> Option<Page> {
+        let page = match state.spare.take() {
+            Some(page) => page,
+            None => {
+                let mut found: Option<(Option<Page>, Page)> = None;
+                let mut prev: Option<Page> = None;
+                let mut cur = self.empty.get();
+                while let Some(page) = cur {
+                    if get!(page, class) == class {
+                        found = Some((prev, page));
+                        break;
+                    }
+                    if found.is_none() && get!(page, size) >= min {
+                        found = Some((prev, page));
+                    }
+                    prev = cur;
+                    cur = get!(page, next);
+                }
+                let (prev, page) = found?;
+                let next = get!(page, next);
+                match prev {
+                    Some(p) => set!(p, next, next),
+                    None => self.empty.set(next),
+                }
+                page
+            }
+        };
+        self.empty_count.set(self.empty_count.get() - 1);
+        self.empty_bytes
+            .set(self.empty_bytes.get() - get!(page, size));
+        Some(page)
+    }
+
+    /// A page of `size` bytes aligned to the granule from the backing allocator, registered in
+    /// the address map and linked in the list of every page held.
+    fn new_page_from_backing(&self, size: usize) -> Result<Page, AllocError> {
+        let layout = Layout::from_size_align(size, GRANULE).map_err(|_| AllocError)?;
+        let granules = size.div_ceil(GRANULE);
+        let block = self.backing_call.run(|| {
+            self.map.reserve(granules, &self.alloc)?;
+            self.alloc.allocate(layout)
+        })?;
+        // The room reserved above is still there: no call into the backing allocator.
+        if let Err(e) = self.map.insert(block.cast(), granules, &self.alloc) {
+            // SAFETY: the block is ours, fresh, and not registered anywhere.
+            unsafe { self.alloc.deallocate(block.cast(), layout) };
+            return Err(e);
         }
-        list.set(Some(page));
+        let page = Page(block.cast());
+        set!(page, size, size);
+        set!(page, all_prev, None);
+        set!(page, all_next, self.all.get());
+        if let Some(first) = self.all.get() {
+            set!(first, all_prev, Some(page));
+        }
+        self.all.set(Some(page));
+        self.pages.set(self.pages.get() + 1);
+        self.bytes_held.set(self.bytes_held.get() + size);
+        Ok(page)
+    }
+
+    /// Puts `page` first in its class's list of pages with room (the one allocation takes from).
+    fn push_front(&self, page: Page, class: &ClassState) {
+        set!(page, prev, None);
+        set!(page, next, class.available.get());
+        match class.available.get() {
+            Some(first) => set!(first, prev, Some(page)),
+            None => class.available_tail.set(Some(page)),
+        }
+        class.available.set(Some(page));
         set!(page, in_list, true);
     }
 
-    fn unlink(&self, page: Page, list: &Cell<Option<Page>>) {
+    /// Puts `page` last in its class's list of pages with room.
+    fn push_back(&self, page: Page, class: &ClassState) {
+        set!(page, next, None);
+        set!(page, prev, class.available_tail.get());
+        match class.available_tail.get() {
+            Some(last) => set!(last, next, Some(page)),
+            None => class.available.set(Some(page)),
+        }
+        class.available_tail.set(Some(page));
+        set!(page, in_list, true);
+    }
+
+    fn unlink(&self, page: Page, class: &ClassState) {
         let (prev, next) = (get!(page, prev), get!(page, next));
         match prev {
             Some(p) => set!(p, next, next),
-            None => list.set(next),
+            None => class.available.set(next),
         }
-        if let Some(n) = next {
-            set!(n, prev, prev);
+        match next {
+            Some(n) => set!(n, prev, prev),
+            None => class.available_tail.set(prev),
         }
         set!(page, in_list, false);
     }
@@ -569,34 +770,105 @@ impl<A: Allocator> SizeClassPool<A> {
                     "arena-pool: SizeClassPool::deallocate: {p:p} was allocated with another layout"
                 );
             }
-            if !page.swap_bit(p, false, self.options.page_size) {
+            if !page.swap_bit(p, false) {
                 panic!("arena-pool: SizeClassPool::deallocate: double free of {p:p}");
             }
         }
         let Some(state) = self.classes.get(class) else {
             return; // not a class of ours: only a broken contract gets here
         };
+        let live = state.live.get() - 1;
+        state.live.set(live);
+        // Kept out of its page while the class's pages are at least half in use: a class whose
+        // population falls gives its blocks back to their pages, so that the pages can empty.
+        if live != 0
+            && state.recent_count.get() < state.recent_limit
+            && live * 2 >= state.capacity.get()
+        {
+            // SAFETY: the block is free now, 16-aligned and at least 16 bytes long.
+            unsafe { p.cast::<Option<NonNull<u8>>>().write(state.recent.get()) };
+            state.recent.set(Some(p));
+            state.recent_count.set(state.recent_count.get() + 1);
+            return;
+        }
         // SAFETY: the block is ours and no longer in use.
+        unsafe { self.return_to_page(page, p, state) };
+        if live == 0 && state.recent_count.get() != 0 {
+            // The class's last block: its pages can empty now.
+            self.flush_recent(state);
+        }
+    }
+
+    /// Puts the class's recent blocks back in their pages.
+    #[cold]
+    fn flush_recent(&self, state: &ClassState) {
+        while let Some(p) = state.recent.get() {
+            // SAFETY: a block on the recent list holds the link `give_back` wrote.
+            state
+                .recent
+                .set(unsafe { p.cast::<Option<NonNull<u8>>>().read() });
+            state.recent_count.set(state.recent_count.get() - 1);
+            if let Some(base) = self.map.get(p.addr().get()) {
+                // SAFETY: a recent block is a free block of its page, with the page's
+                // provenance (`give_back` re-derived it).
+                unsafe { self.return_to_page(Page(base.cast()), p, state) };
+            }
+        }
+    }
+
+    /// Gives a free block back to its page; a page that empties goes to the cache or back to
+    /// the backing allocator.
+    ///
+    /// # Safety
+    /// `p` is a block of `page`, of the class of `state`, that is no longer in use (and not on
+    /// any list), with the page's provenance.
+    #[inline]
+    unsafe fn return_to_page(&self, page: Page, p: NonNull<u8>, state: &ClassState) {
+        // SAFETY: forwarded from the caller.
         unsafe { page.push(p) };
-        state.live.set(state.live.get() - 1);
         if get!(page, live) == 0 {
+            if state.pages.get() == 1 && get!(page, size) <= KEEP_IN_PLACE {
+                // The class's only page, and a small one: it stays formatted for the class, in
+                // its list, ready for the class's next block (a `Vec` that grows through the
+                // classes empties a page at each step and needs one at the next).
+                if !get!(page, in_list) {
+                    self.push_front(page, state);
+                }
+                return;
+            }
             if get!(page, in_list) {
-                self.unlink(page, &state.available);
+                self.unlink(page, state);
             }
             state.pages.set(state.pages.get() - 1);
-            if self.empty_count.get() < self.options.max_empty_pages {
-                set!(page, next, self.empty.get());
-                self.empty.set(Some(page));
+            state.bytes.set(state.bytes.get() - get!(page, size));
+            state.capacity.set(state.capacity.get() - get!(page, slots));
+            let cached = self.empty_bytes.get() + get!(page, size);
+            if cached
+                <= self
+                    .options
+                    .max_empty_pages
+                    .saturating_mul(self.options.page_size)
+            {
+                // The class's spare if it has none, else in the shared cache.
+                match state.spare.get() {
+                    None => state.spare.set(Some(page)),
+                    Some(_) => {
+                        set!(page, next, self.empty.get());
+                        self.empty.set(Some(page));
+                    }
+                }
                 self.empty_count.set(self.empty_count.get() + 1);
+                self.empty_bytes.set(cached);
             } else {
                 // SAFETY: the page is empty and unlinked from its class list.
                 unsafe { self.release(page) };
             }
         } else if !get!(page, in_list) {
-            // A full page that gets a free block goes first. A page already listed keeps its
-            // place: allocation stays on the current page (whose freed blocks come back first),
-            // so the others are left to empty and go back to the backing allocator.
-            self.push_front(page, &state.available);
+            // A full page that gets a free block goes last, and a page already listed keeps its
+            // place: allocation stays on the pages in front (the current page's freed blocks
+            // come back first), so those at the back are left to empty and go back to the
+            // backing allocator.
+            self.push_back(page, state);
         }
     }
 
@@ -613,13 +885,16 @@ impl<A: Allocator> SizeClassPool<A> {
         if let Some(n) = next {
             set!(n, all_prev, prev);
         }
+        let size = get!(page, size);
         self.pages.set(self.pages.get() - 1);
-        self.map.remove(page.0.cast(), 1);
-        let size = self.options.page_size;
-        // SAFETY: the page came from `self.alloc` with this size and alignment.
+        self.bytes_held.set(self.bytes_held.get() - size);
+        self.map.remove(page.0.cast(), size.div_ceil(GRANULE));
+        // SAFETY: the page came from `self.alloc` with this size and the granule's alignment.
         unsafe {
-            self.alloc
-                .deallocate(page.0.cast(), Layout::from_size_align_unchecked(size, size))
+            self.alloc.deallocate(
+                page.0.cast(),
+                Layout::from_size_align_unchecked(size, GRANULE),
+            )
         };
     }
 
@@ -748,8 +1023,12 @@ pub struct ClassStats {
     pub block_size: usize,
     /// Blocks in use.
     pub live: usize,
-    /// Pages formatted for the class (not counting cached empty pages).
+    /// Pages formatted for the class (not counting cached empty pages). A class whose blocks
+    /// are all free keeps its page here when it had only one, of at most 4 KiB, ready for its
+    /// next block ([`SizeClassPool::trim`] returns it).
     pub pages: usize,
+    /// Bytes of those pages.
+    pub bytes: usize,
 }
 
 /// A snapshot of a [`SizeClassPool`]'s memory, from [`SizeClassPool::stats`].
@@ -759,7 +1038,9 @@ pub struct SizeClassStats {
     pub pages: usize,
     /// Empty pages cached for reuse.
     pub empty_pages: usize,
-    /// Bytes of all pages held.
+    /// Bytes of those pages (at most [`SizeClassOptions::max_empty_pages`] largest pages).
+    pub empty_bytes: usize,
+    /// Bytes of all pages held (pages differ in size: see [`SizeClassOptions::page_size`]).
     pub bytes_held: usize,
     /// Blocks currently allocated from the backing allocator (too large or too aligned).
     pub fallback_blocks: usize,
