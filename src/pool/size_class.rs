@@ -487,19 +487,14 @@ impl<A: Allocator> SizeClassPool<A> {
     /// use arena_pool::allocator_api2::vec::Vec;
     /// let mut pool = arena_pool::SizeClassPool::new();
     /// {
-    ///     let blocks: Vec<Vec<u8, _>, _> =
-    ///         (0..100).map(|_| Vec::<u8, _>::with_capacity_in(1000, &pool)).collect_in(&pool);
+    ///     let mut blocks = Vec::new_in(&pool);
+    ///     for _ in 0..100 {
+    ///         blocks.push(Vec::<u8, _>::with_capacity_in(1000, &pool));
+    ///     }
     ///     assert!(pool.stats().pages > 0);
-    ///     drop(blocks);
-    /// }
+    /// } // every block freed: their pages are empty, cached or kept for their class
     /// pool.trim();
     /// assert_eq!(pool.stats().pages, 0);
-    /// # trait CollectIn<T> { fn collect_in<A: arena_pool::allocator_api2::alloc::Allocator>(self, a: A) -> Vec<T, A>; }
-    /// # impl<T, I: Iterator<Item = T>> CollectIn<T> for I {
-    /// #     fn collect_in<A: arena_pool::allocator_api2::alloc::Allocator>(self, a: A) -> Vec<T, A> {
-    /// #         let mut v = Vec::new_in(a); v.extend(self); v
-    /// #     }
-    /// # }
     /// ```
     pub fn trim(&mut self) {
         for state in &self.classes {
