@@ -218,7 +218,7 @@ impl Page {
         let block = class_size(class);
         let first = page_metadata(size);
         let slots = (size - first) / block;
-        // SAFETY: `first + slots * block <= page_size`, inside the page's block.
+        // SAFETY: `first + slots * block <= size`, inside the page's block.
         let (carve, end) = unsafe {
             let carve = self.0.cast::<u8>().add(first);
             (carve, carve.add(slots * block))
@@ -346,6 +346,29 @@ impl ClassState {
             one_block_page: page_bytes(1, class_size(class)),
             spare: Cell::new(None),
         }
+    }
+
+    /// Takes the newest block off the recent list.
+    #[inline]
+    fn take_recent(&self) -> Option<NonNull<u8>> {
+        let p = self.recent.get()?;
+        // SAFETY: a block on the recent list holds the link `keep_recent` wrote.
+        self.recent
+            .set(unsafe { p.cast::<Option<NonNull<u8>>>().read() });
+        self.recent_count.set(self.recent_count.get() - 1);
+        Some(p)
+    }
+
+    /// Puts a free block on the recent list.
+    ///
+    /// # Safety
+    /// `p` is a free block of this class, on no list, with its page's provenance.
+    #[inline]
+    unsafe fn keep_recent(&self, p: NonNull<u8>) {
+        // SAFETY: the block is free, 16-aligned and at least 16 bytes long (caller).
+        unsafe { p.cast::<Option<NonNull<u8>>>().write(self.recent.get()) };
+        self.recent.set(Some(p));
+        self.recent_count.set(self.recent_count.get() + 1);
     }
 }
 
@@ -506,12 +529,9 @@ impl<A: Allocator> SizeClassPool<A> {
             // A class with no block in use may keep its one small page formatted in place.
             if state.live.get() == 0 {
                 if let Some(page) = state.available.get() {
-                    self.unlink(page, state);
-                    state.pages.set(state.pages.get() - 1);
-                    state.bytes.set(state.bytes.get() - get!(page, size));
-                    state.capacity.set(state.capacity.get() - get!(page, slots));
-                    // SAFETY: the class has no block in use, so its page is empty, and it is
-                    // now unlinked from the class list.
+                    self.detach(page, state);
+                    // SAFETY: the class has no block in use (and its recent blocks went back
+                    // above), so its page is empty, and it is now unlinked from the class list.
                     unsafe { self.release(page) };
                 }
             }
@@ -572,12 +592,7 @@ impl<A: Allocator> SizeClassPool<A> {
         // `class_of` maps every pooled size to a valid class: the checked forms (here and below)
         // cost a compare and keep the fallible API free of panicking paths.
         let state = self.classes.get(class).ok_or(AllocError)?;
-        if let Some(p) = state.recent.get() {
-            // SAFETY: a block on the recent list holds the link `give_back` wrote.
-            state
-                .recent
-                .set(unsafe { p.cast::<Option<NonNull<u8>>>().read() });
-            state.recent_count.set(state.recent_count.get() - 1);
+        if let Some(p) = state.take_recent() {
             state.live.set(state.live.get() + 1);
             #[cfg(debug_assertions)]
             if let Some(base) = self.map.get(p.addr().get()) {
@@ -600,8 +615,8 @@ impl<A: Allocator> SizeClassPool<A> {
         Ok(p)
     }
 
-    /// Gives `class` a page with room: a cached empty page that holds the class's first-page
-    /// minimum, or a new one sized by the class's population (see the module docs).
+    /// Gives `class` a page with room: a cached empty page (see `take_cached`), or a new one
+    /// sized by the class's population (see the module docs).
     ///
     /// A new page is taken after the address map has made room for it, so that once the page is
     /// taken nothing can fail or call the backing allocator before it is registered. While the
@@ -616,7 +631,7 @@ impl<A: Allocator> SizeClassPool<A> {
         let state = self.classes.get(class).ok_or(AllocError)?;
         let block = class_size(class);
         let first = state.first_blocks;
-        let page = match self.take_cached(class, state, state.one_block_page) {
+        let page = match self.take_cached(class, state) {
             Some(page) => page,
             None => {
                 // An eighth of what the class holds, at least the first page's blocks, at most
@@ -646,8 +661,9 @@ impl<A: Allocator> SizeClassPool<A> {
 
     /// Takes a cached empty page for `class` off the cache: the class's own spare (the page it
     /// emptied last), else a cached page last formatted for the class (so that a steady loop
-    /// gets back the pages it had), else the first cached page of at least `min` bytes.
-    fn take_cached(&self, class: usize, state: &ClassState, min: usize) -> Option<Page> {
+    /// gets back the pages it had), else the first cached page that holds one of its blocks.
+    fn take_cached(&self, class: usize, state: &ClassState) -> Option<Page> {
+        let min = state.one_block_page;
         let page = match state.spare.take() {
             Some(page) => page,
             None => {
@@ -780,10 +796,8 @@ impl<A: Allocator> SizeClassPool<A> {
             && state.recent_count.get() < state.recent_limit
             && live * 2 >= state.capacity.get()
         {
-            // SAFETY: the block is free now, 16-aligned and at least 16 bytes long.
-            unsafe { p.cast::<Option<NonNull<u8>>>().write(state.recent.get()) };
-            state.recent.set(Some(p));
-            state.recent_count.set(state.recent_count.get() + 1);
+            // SAFETY: the block is ours, no longer in use, re-derived from its page above.
+            unsafe { state.keep_recent(p) };
             return;
         }
         // SAFETY: the block is ours and no longer in use.
@@ -797,12 +811,7 @@ impl<A: Allocator> SizeClassPool<A> {
     /// Puts the class's recent blocks back in their pages.
     #[cold]
     fn flush_recent(&self, state: &ClassState) {
-        while let Some(p) = state.recent.get() {
-            // SAFETY: a block on the recent list holds the link `give_back` wrote.
-            state
-                .recent
-                .set(unsafe { p.cast::<Option<NonNull<u8>>>().read() });
-            state.recent_count.set(state.recent_count.get() - 1);
+        while let Some(p) = state.take_recent() {
             if let Some(base) = self.map.get(p.addr().get()) {
                 // SAFETY: a recent block is a free block of its page, with the page's
                 // provenance (`give_back` re-derived it).
@@ -831,12 +840,7 @@ impl<A: Allocator> SizeClassPool<A> {
                 }
                 return;
             }
-            if get!(page, in_list) {
-                self.unlink(page, state);
-            }
-            state.pages.set(state.pages.get() - 1);
-            state.bytes.set(state.bytes.get() - get!(page, size));
-            state.capacity.set(state.capacity.get() - get!(page, slots));
+            self.detach(page, state);
             let cached = self.empty_bytes.get() + get!(page, size);
             if cached
                 <= self
@@ -865,6 +869,16 @@ impl<A: Allocator> SizeClassPool<A> {
             // backing allocator.
             self.push_back(page, state);
         }
+    }
+
+    /// Takes an empty page out of its class: out of the class's list, and out of its counts.
+    fn detach(&self, page: Page, state: &ClassState) {
+        if get!(page, in_list) {
+            self.unlink(page, state);
+        }
+        state.pages.set(state.pages.get() - 1);
+        state.bytes.set(state.bytes.get() - get!(page, size));
+        state.capacity.set(state.capacity.get() - get!(page, slots));
     }
 
     /// Returns a page to the backing allocator.
