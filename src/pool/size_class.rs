@@ -66,10 +66,12 @@ const RECENT_MAX: usize = 32;
 /// A class's only page stays formatted in place when it empties if it is at most this large.
 const KEEP_IN_PLACE: usize = 4096;
 
-/// The class of a pooled size (`1 ..`).
-#[inline]
-pub(crate) fn class_of(size: usize) -> usize {
-    debug_assert!(size > 0);
+/// Sizes up to this are classed by a table lookup; larger ones (only with a `page_size` above
+/// 64 KiB) by arithmetic.
+const TABLED: usize = 8192;
+
+/// The class of a pooled size (`1 ..`), by arithmetic.
+const fn class_of_computed(size: usize) -> usize {
     if size <= 128 {
         (size - 1) / 16
     } else {
@@ -81,15 +83,56 @@ pub(crate) fn class_of(size: usize) -> usize {
     }
 }
 
-/// The block size of a class.
-#[inline]
-pub(crate) fn class_size(class: usize) -> usize {
+/// The block size of a class, by arithmetic.
+const fn class_size_computed(class: usize) -> usize {
     if class < SMALL_CLASSES {
         (class + 1) * 16
     } else {
         let q = class - SMALL_CLASSES;
         let p = 7 + q / 4;
         (1 << p) + ((q % 4) + 1) * (1 << (p - 2))
+    }
+}
+
+/// `class_of_computed` of every size up to [`TABLED`], by 16-byte unit: every class size is a
+/// multiple of 16, so the sizes of one unit (`16k + 1 ..= 16k + 16`) share a class.
+static CLASS_OF_UNIT: [u8; TABLED / CLASS_ALIGN] = {
+    let mut table = [0u8; TABLED / CLASS_ALIGN];
+    let mut unit = 0;
+    while unit < table.len() {
+        table[unit] = class_of_computed(unit * CLASS_ALIGN + 1) as u8;
+        unit += 1;
+    }
+    table
+};
+
+/// `class_size_computed` of every class.
+static CLASS_SIZE: [u32; MAX_CLASSES] = {
+    let mut table = [0u32; MAX_CLASSES];
+    let mut class = 0;
+    while class < MAX_CLASSES {
+        table[class] = class_size_computed(class) as u32;
+        class += 1;
+    }
+    table
+};
+
+/// The class of a pooled size (`1 ..`).
+#[inline]
+pub(crate) fn class_of(size: usize) -> usize {
+    debug_assert!(size > 0);
+    match CLASS_OF_UNIT.get((size - 1) / CLASS_ALIGN) {
+        Some(&class) => class as usize,
+        None => class_of_computed(size),
+    }
+}
+
+/// The block size of a class.
+#[inline]
+pub(crate) fn class_size(class: usize) -> usize {
+    match CLASS_SIZE.get(class) {
+        Some(&size) => size as usize,
+        None => class_size_computed(class),
     }
 }
 
@@ -1095,6 +1138,20 @@ mod tests {
             }
         }
         assert!(class_of(MAX_PAGE_SIZE / 8) < MAX_CLASSES);
+    }
+
+    #[test]
+    fn the_tables_agree_with_the_arithmetic() {
+        for size in 1..=TABLED + 4 * CLASS_ALIGN {
+            assert_eq!(class_of(size), class_of_computed(size), "size {size}");
+        }
+        for class in 0..MAX_CLASSES + 2 {
+            assert_eq!(
+                class_size(class),
+                class_size_computed(class),
+                "class {class}"
+            );
+        }
     }
 
     #[test]
