@@ -1689,9 +1689,10 @@ fn size_class_memory_follows_each_class() {
         assert!(c.bytes <= rule, "{c:?}: the rule allows {rule} B");
         blocks += c.live * c.block_size;
     }
+    let peaks: usize = peak_live.iter().map(|(size, most)| size * most).sum();
     eprintln!(
         "{n} live blocks of 8 to 512 B: pages hold {} B for {blocks} B of blocks ({:.2}x), peak \
-         {} B",
+         {} B; the classes' peaks add up to {peaks} B",
         s.bytes_held,
         s.bytes_held as f64 / blocks as f64,
         counting.peak.get()
@@ -1790,6 +1791,63 @@ fn size_class_pages_follow_a_falling_population() {
     for (p, l) in live {
         // SAFETY: as above.
         unsafe { pool.deallocate(p, l) };
+    }
+}
+
+/// A class whose population falls but stays above half its blocks gives pages back under
+/// churn: it leaves its emptiest page to empty while more than a quarter of its blocks are free,
+/// so its pages come down to about 4/3 of the blocks in use (its recent blocks included), plus
+/// the page left to empty and a 4 KiB page, where keeping every page it once needed would hold
+/// the 1.67x of the blocks it had at its peak.
+#[test]
+fn size_class_a_class_above_half_gives_pages_back() {
+    let (high, steps) = if cfg!(miri) {
+        (300, 3_000)
+    } else {
+        (3000, 150_000)
+    };
+    let low = high * 3 / 5;
+    let counting = Counting::default();
+    let pool = SizeClassPool::new_in(&counting);
+    let l = layout(256, 16);
+    let class = |pool: &SizeClassPool<&Counting>| {
+        pool.stats()
+            .classes()
+            .find(|c| c.block_size == 256)
+            .unwrap()
+    };
+    let mut live: Vec<NonNull<u8>> = (0..high)
+        .map(|_| pool.allocate(l).unwrap().cast())
+        .collect();
+    let at_high = class(&pool);
+    let mut pick = Lcg(3);
+    let mut free_one = |pool: &SizeClassPool<&Counting>, live: &mut Vec<NonNull<u8>>| {
+        let p = live.swap_remove(pick.next() as usize % live.len());
+        // SAFETY: a live block of `pool` with layout `l`, freed once.
+        unsafe { pool.deallocate(p, l) };
+    };
+    // Down to three fifths, two blocks freed for one allocated, then churn at that level.
+    while live.len() > low {
+        free_one(&pool, &mut live);
+        free_one(&pool, &mut live);
+        live.push(pool.allocate(l).unwrap().cast());
+    }
+    for _ in 0..steps {
+        free_one(&pool, &mut live);
+        live.push(pool.allocate(l).unwrap().cast());
+    }
+    let at_low = class(&pool);
+    let rule = low * 256 * 4 / 3 + 2 * 4096 + at_low.pages * 64;
+    assert!(
+        at_low.bytes <= rule,
+        "{low} blocks of 256 B in use: {at_low:?}, the rule allows {rule} B (at {high}: {at_high:?})"
+    );
+    assert!(
+        at_low.bytes * 5 < at_high.bytes * 4,
+        "{at_low:?} against {at_high:?}"
+    );
+    while !live.is_empty() {
+        free_one(&pool, &mut live);
     }
 }
 

@@ -158,6 +158,18 @@ impl AddressMap {
         self.set_entry(i, e);
     }
 
+    /// Calls `f` with the base of every region registered, once each (from the entry of its
+    /// first granule, which `insert` requires to be aligned to the granule). `f` must not
+    /// change the map.
+    pub(crate) fn for_each_base(&self, mut f: impl FnMut(NonNull<u8>)) {
+        for i in 0..self.cap.get() {
+            let e = self.entry(i);
+            if e.key != 0 && e.key - 1 == e.base.addr().get() >> self.shift {
+                f(e.base);
+            }
+        }
+    }
+
     /// Removes the granules registered by `insert(base, granules, _)`.
     pub(crate) fn remove(&self, base: NonNull<u8>, granules: usize) {
         self.last.set(None);

@@ -5,18 +5,34 @@
 //! of two; `Vec`'s doubling sizes are classes exactly). Every class is a multiple of 16, so every
 //! block is 16-aligned. Larger or more-aligned layouts go to the backing allocator.
 //!
-//! A page is a header (class, size, live count, per-page free list, carve position, list
-//! links) followed by a whole number of blocks of its class, aligned to 4 KiB. Pages follow their
-//! class's population: a class's first page holds about 1 KiB of blocks (at least one); a class
-//! takes another page only when all of its pages are full, of an eighth of the bytes its pages
-//! hold, at least 4 KiB, in whole 4 KiB granules (and at least a first page's blocks, at most
-//! `page_size`). So a class holds at most 1.125x the bytes of the most blocks it ever had in use
-//! or recently freed (below) at once, plus a first page, a 4 KiB page and the pages' headers. A
-//! page with free blocks that was full goes last in its class's list, so that allocation keeps to
-//! the pages in front and pages at the back can empty. A page that empties goes to a small cache
-//! of empty pages (reused first by the class it had, else by any class it holds a block of), and
-//! beyond the cache's limit back to the backing allocator, so the memory held follows the live
-//! set down as well as up.
+//! A page is a one-cache-line header (class, size, live count, per-page free list, carve
+//! position, list links) followed by a whole number of blocks of its class, aligned to 4 KiB.
+//! Pages follow their class's population: a class's first page holds about 1 KiB of blocks (at
+//! least one); a class takes another page only when all of its pages are full, of an eighth of
+//! the bytes its pages hold, at least 4 KiB, in whole 4 KiB granules (and at least a first
+//! page's blocks, at most `page_size`). So a class holds at most 1.125x the bytes of the most
+//! blocks it ever had in use or recently freed (below) at once, plus a first page, a 4 KiB page
+//! and the pages' headers. A page with free blocks that was full goes last in its class's list,
+//! so that allocation keeps to the pages in front and pages at the back can empty.
+//!
+//! **Memory moves between classes.** Under random churn a class's population wanders, and a
+//! class that keeps every page it once needed ends up holding the sum of every class's peak.
+//! So a class of two pages or more with more than a quarter of its blocks free (in its pages or
+//! on its recent list, below) leaves one page to empty: the emptiest of its first 16 pages with
+//! room leaves the list that allocation takes from, and the blocks freed in it go straight back
+//! to it while the class stays below three quarters in use. Once empty it goes to the cache of
+//! empty pages, where any class whose block fits can take it; a class that runs out of room
+//! before then takes that page back first. A class whose population falls and then churns at
+//! that level so comes down to about 4/3 of the blocks it uses.
+//!
+//! A page that empties goes to a small cache of empty pages (at most `max_empty_pages` largest
+//! pages' worth of bytes), and beyond the cache's limit back to the backing allocator, so the
+//! memory held follows the live set down as well as up. Each class keeps the page it emptied
+//! last as its spare (unless it left that page to empty on purpose); the others go to a shared
+//! list. A class that needs a page takes its spare, else a cached page last formatted for it,
+//! else any cached page that holds one of its blocks, else **another class's spare**, and only
+//! then asks the backing allocator: no new memory is taken while an empty page that fits is
+//! held, so the cache never raises the peak.
 //!
 //! While a class's pages are at least half in use, it keeps its last-freed blocks (up to 16 KiB,
 //! at most 32 blocks) on a list of its own and hands them out first, newest first: a block freed
@@ -63,6 +79,10 @@ const LATER_MIN: usize = 4096;
 /// [`RECENT_MAX`] blocks.
 const RECENT_BYTES: usize = 16384;
 const RECENT_MAX: usize = 32;
+/// A class with more than a quarter of its blocks free (`1 / DRAIN_SHARE`) leaves a page to
+/// empty: the emptiest of the first [`DRAIN_SCAN`] pages with room.
+const DRAIN_SHARE: usize = 4;
+const DRAIN_SCAN: usize = 16;
 /// A class's only page stays formatted in place when it empties if it is at most this large.
 const KEEP_IN_PLACE: usize = 4096;
 
@@ -194,29 +214,35 @@ impl SizeClassOptions {
     }
 }
 
+/// A page's header: one cache line (pages are aligned to the granule, so it is one line
+/// exactly), what allocation and freeing read and write first. The counts and sizes are bounded
+/// by the largest page (1 MiB), so 32 bits hold them.
 #[repr(C)]
 struct PageHeader {
-    // First cache line: what allocation and freeing read and write.
-    class: usize,
-    /// Block size of the class.
-    block: usize,
-    live: usize,
     free: Option<NonNull<u8>>,
     /// Next never-used block; `end` is one past the last block.
     carve: NonNull<u8>,
     end: NonNull<u8>,
-    in_list: bool,
     /// Links in the class's list of pages with free blocks, or in the empty-page cache.
     next: Option<Page>,
-    // Second: list upkeep and bookkeeping.
     prev: Option<Page>,
-    /// Bytes of the page.
-    size: usize,
+    /// Block size of the class.
+    block: u32,
+    live: u32,
     /// Blocks the page holds.
-    slots: usize,
-    /// Links in the list of every page held.
-    all_next: Option<Page>,
-    all_prev: Option<Page>,
+    slots: u32,
+    /// Bytes of the page.
+    size: u32,
+    class: u8,
+    in_list: bool,
+}
+
+const _: () = assert!(size_of::<PageHeader>() == 64);
+
+/// A page count or size as the header keeps it (all are below `MAX_PAGE_SIZE`).
+fn narrow(n: usize) -> u32 {
+    debug_assert!(n <= MAX_PAGE_SIZE);
+    n as u32
 }
 
 /// Bytes before the first block of a page of `page_size` bytes: the header and, in debug
@@ -255,6 +281,26 @@ macro_rules! set {
 }
 
 impl Page {
+    fn size(self) -> usize {
+        get!(self, size) as usize
+    }
+
+    fn slots(self) -> usize {
+        get!(self, slots) as usize
+    }
+
+    fn live(self) -> usize {
+        get!(self, live) as usize
+    }
+
+    fn block(self) -> usize {
+        get!(self, block) as usize
+    }
+
+    fn class(self) -> usize {
+        usize::from(get!(self, class))
+    }
+
     /// (Re)formats the page for `class`: no block in use, all to be carved. `size` is the
     /// page's, which holds at least one block of the class.
     fn init(self, class: usize, size: usize) {
@@ -266,10 +312,11 @@ impl Page {
             let carve = self.0.cast::<u8>().add(first);
             (carve, carve.add(slots * block))
         };
-        set!(self, class, class);
-        set!(self, block, block);
-        set!(self, size, size);
-        set!(self, slots, slots);
+        // Classes are fewer than `MAX_CLASSES` (64).
+        set!(self, class, class as u8);
+        set!(self, block, narrow(block));
+        set!(self, size, narrow(size));
+        set!(self, slots, narrow(slots));
         set!(self, live, 0);
         set!(self, free, None);
         set!(self, carve, carve);
@@ -295,7 +342,7 @@ impl Page {
             }
             None => {
                 let c = get!(self, carve);
-                let block = get!(self, block);
+                let block = self.block();
                 if get!(self, end).addr().get() - c.addr().get() < block {
                     return None;
                 }
@@ -310,7 +357,7 @@ impl Page {
 
     fn is_full(self) -> bool {
         get!(self, free).is_none()
-            && get!(self, end).addr().get() - get!(self, carve).addr().get() < get!(self, block)
+            && get!(self, end).addr().get() - get!(self, carve).addr().get() < self.block()
     }
 
     /// # Safety
@@ -333,9 +380,9 @@ impl Page {
     /// `p` is not the start of a block of this page.
     #[cfg(debug_assertions)]
     fn swap_bit(self, p: NonNull<u8>, live: bool) -> bool {
-        let first = self.0.addr().get() + page_metadata(get!(self, size));
+        let first = self.0.addr().get() + page_metadata(self.size());
         let offset = p.addr().get().wrapping_sub(first);
-        let block = get!(self, block);
+        let block = self.block();
         if offset % block != 0 || p.addr().get() >= get!(self, end).addr().get() {
             panic!("arena-pool: SizeClassPool::deallocate: {p:p} was not allocated by this pool");
         }
@@ -349,6 +396,7 @@ impl Page {
 /// struct is aligned to one), the page upkeep after.
 #[repr(C, align(64))]
 struct ClassState {
+    // First cache line: what allocation and freeing read.
     /// Blocks freed last, kept out of their pages (still counted live there) and handed out
     /// first: a block freed and soon asked for again costs no page update (see `give_back`).
     recent: Cell<Option<NonNull<u8>>>,
@@ -356,15 +404,23 @@ struct ClassState {
     /// The most blocks `recent` keeps.
     recent_limit: usize,
     live: Cell<usize>,
+    /// From this many blocks in use, a freed block goes to `recent` with no other check: three
+    /// quarters of `capacity` when the class has two pages or more (below, it may leave a page
+    /// to empty), half of it with one page (below half, blocks go back to their pages).
+    recent_floor: Cell<usize>,
     /// Pages of this class with a free block; allocation takes from the first.
     available: Cell<Option<Page>>,
-    /// The last page of that list.
+    /// Blocks the class's pages hold.
+    capacity: Cell<usize>,
+    /// A page left to empty: out of the list allocation takes from, and freed blocks of it go
+    /// straight back to it while the class is below `recent_floor`.
+    draining: Cell<Option<Page>>,
+    // Second: page upkeep.
+    /// The last page of `available`.
     available_tail: Cell<Option<Page>>,
     pages: Cell<usize>,
     /// Bytes of the class's pages.
     bytes: Cell<usize>,
-    /// Blocks the class's pages hold.
-    capacity: Cell<usize>,
     /// Blocks of the class's first page.
     first_blocks: usize,
     /// Bytes of a page of one block of the class (the least a cached page needs).
@@ -382,13 +438,41 @@ impl ClassState {
             pages: Cell::new(0),
             bytes: Cell::new(0),
             capacity: Cell::new(0),
+            recent_floor: Cell::new(0),
             recent: Cell::new(None),
             recent_count: Cell::new(0),
             recent_limit: (RECENT_BYTES / class_size(class)).clamp(1, RECENT_MAX),
             first_blocks: (FIRST_PAGE_BYTES / class_size(class)).max(1),
             one_block_page: page_bytes(1, class_size(class)),
             spare: Cell::new(None),
+            draining: Cell::new(None),
         }
+    }
+
+    /// Adds a page of `bytes` bytes and `slots` blocks to the class's counts (`add`), or takes
+    /// one out.
+    fn count_page(&self, bytes: usize, slots: usize, add: bool) {
+        let (pages, capacity) = if add {
+            self.bytes.set(self.bytes.get() + bytes);
+            (self.pages.get() + 1, self.capacity.get() + slots)
+        } else {
+            self.bytes.set(self.bytes.get() - bytes);
+            (self.pages.get() - 1, self.capacity.get() - slots)
+        };
+        self.pages.set(pages);
+        self.capacity.set(capacity);
+        self.arm_floor();
+    }
+
+    /// Sets `recent_floor` from the class's counts: with two pages or more, a page can be left
+    /// to empty below three quarters in use.
+    fn arm_floor(&self) {
+        let capacity = self.capacity.get();
+        self.recent_floor.set(if self.pages.get() >= 2 {
+            capacity - capacity / DRAIN_SHARE
+        } else {
+            capacity.div_ceil(2)
+        });
     }
 
     /// Takes the newest block off the recent list.
@@ -462,8 +546,6 @@ fn page_bytes(blocks: usize, block: usize) -> usize {
 pub struct SizeClassPool<A: Allocator = Global> {
     options: SizeClassOptions,
     classes: [ClassState; MAX_CLASSES],
-    /// Every page held.
-    all: Cell<Option<Page>>,
     /// From a block's address to its page (with the page's provenance).
     map: AddressMap,
     pages: Cell<usize>,
@@ -523,7 +605,6 @@ impl<A: Allocator> SizeClassPool<A> {
             options,
             map: AddressMap::new(GRANULE_SHIFT),
             classes: core::array::from_fn(ClassState::new),
-            all: Cell::new(None),
             pages: Cell::new(0),
             bytes_held: Cell::new(0),
             empty: Cell::new(None),
@@ -668,10 +749,16 @@ impl<A: Allocator> SizeClassPool<A> {
     fn new_page(&self, class: usize) -> Result<Page, AllocError> {
         // A backing allocator that allocates from this pool while it takes a page: the outer
         // call has reserved room in the address map and is about to link its page.
+        let state = self.classes.get(class).ok_or(AllocError)?;
+        if let Some(page) = state.draining.take() {
+            // The class needs its room again: the page it left to empty takes blocks again
+            // (it has free blocks: it was listed when it was left to empty).
+            self.push_front(page, state);
+            return Ok(page);
+        }
         if self.backing_call.in_progress() {
             return Err(AllocError);
         }
-        let state = self.classes.get(class).ok_or(AllocError)?;
         let block = class_size(class);
         let first = state.first_blocks;
         let page = match self.take_cached(class, state) {
@@ -693,18 +780,18 @@ impl<A: Allocator> SizeClassPool<A> {
                 self.new_page_from_backing(page_bytes(blocks, block))?
             }
         };
-        page.init(class, get!(page, size));
+        page.init(class, page.size());
         set!(page, in_list, false);
         self.push_front(page, state);
-        state.pages.set(state.pages.get() + 1);
-        state.bytes.set(state.bytes.get() + get!(page, size));
-        state.capacity.set(state.capacity.get() + get!(page, slots));
+        state.count_page(page.size(), page.slots(), true);
         Ok(page)
     }
 
     /// Takes a cached empty page for `class` off the cache: the class's own spare (the page it
     /// emptied last), else a cached page last formatted for the class (so that a steady loop
-    /// gets back the pages it had), else the first cached page that holds one of its blocks.
+    /// gets back the pages it had), else the first cached page that holds one of its blocks,
+    /// else the first other class's spare that does (the pool takes no new memory while it holds
+    /// an empty page that fits).
     fn take_cached(&self, class: usize, state: &ClassState) -> Option<Page> {
         let min = state.one_block_page;
         let page = match state.spare.take() {
@@ -714,33 +801,42 @@ impl<A: Allocator> SizeClassPool<A> {
                 let mut prev: Option<Page> = None;
                 let mut cur = self.empty.get();
                 while let Some(page) = cur {
-                    if get!(page, class) == class {
+                    if page.class() == class {
                         found = Some((prev, page));
                         break;
                     }
-                    if found.is_none() && get!(page, size) >= min {
+                    if found.is_none() && page.size() >= min {
                         found = Some((prev, page));
                     }
                     prev = cur;
                     cur = get!(page, next);
                 }
-                let (prev, page) = found?;
-                let next = get!(page, next);
-                match prev {
-                    Some(p) => set!(p, next, next),
-                    None => self.empty.set(next),
+                match found {
+                    Some((prev, page)) => {
+                        let next = get!(page, next);
+                        match prev {
+                            Some(p) => set!(p, next, next),
+                            None => self.empty.set(next),
+                        }
+                        page
+                    }
+                    // Another class's spare, rather than more memory.
+                    None => self
+                        .classes
+                        .iter()
+                        .find(|other| other.spare.get().is_some_and(|p| p.size() >= min))?
+                        .spare
+                        .take()?,
                 }
-                page
             }
         };
         self.empty_count.set(self.empty_count.get() - 1);
-        self.empty_bytes
-            .set(self.empty_bytes.get() - get!(page, size));
+        self.empty_bytes.set(self.empty_bytes.get() - page.size());
         Some(page)
     }
 
     /// A page of `size` bytes aligned to the granule from the backing allocator, registered in
-    /// the address map and linked in the list of every page held.
+    /// the address map (through which `Drop` finds every page held).
     fn new_page_from_backing(&self, size: usize) -> Result<Page, AllocError> {
         let layout = Layout::from_size_align(size, GRANULE).map_err(|_| AllocError)?;
         let granules = size.div_ceil(GRANULE);
@@ -755,13 +851,7 @@ impl<A: Allocator> SizeClassPool<A> {
             return Err(e);
         }
         let page = Page(block.cast());
-        set!(page, size, size);
-        set!(page, all_prev, None);
-        set!(page, all_next, self.all.get());
-        if let Some(first) = self.all.get() {
-            set!(first, all_prev, Some(page));
-        }
-        self.all.set(Some(page));
+        set!(page, size, narrow(size));
         self.pages.set(self.pages.get() + 1);
         self.bytes_held.set(self.bytes_held.get() + size);
         Ok(page)
@@ -819,7 +909,7 @@ impl<A: Allocator> SizeClassPool<A> {
         let p = base.with_addr(p.addr());
         #[cfg(debug_assertions)]
         {
-            if get!(page, class) != class || get!(page, block) != class_size(class) {
+            if page.class() != class || page.block() != class_size(class) {
                 panic!(
                     "arena-pool: SizeClassPool::deallocate: {p:p} was allocated with another layout"
                 );
@@ -835,9 +925,12 @@ impl<A: Allocator> SizeClassPool<A> {
         state.live.set(live);
         // Kept out of its page while the class's pages are at least half in use: a class whose
         // population falls gives its blocks back to their pages, so that the pages can empty.
+        // Between a half and three quarters in use (two pages or more), the class leaves a page
+        // to empty, and that page's blocks go back to it.
         if live != 0
             && state.recent_count.get() < state.recent_limit
-            && live * 2 >= state.capacity.get()
+            && (live >= state.recent_floor.get()
+                || (live * 2 >= state.capacity.get() && self.drains_elsewhere(page, state)))
         {
             // SAFETY: the block is ours, no longer in use, re-derived from its page above.
             unsafe { state.keep_recent(p) };
@@ -849,6 +942,50 @@ impl<A: Allocator> SizeClassPool<A> {
             // The class's last block: its pages can empty now.
             self.flush_recent(state);
         }
+    }
+
+    /// For a class of two pages or more with between a half and three quarters of its blocks
+    /// in use: leaves a page to empty if none is, and tells whether that page is not `page`
+    /// (whose freed block then goes back to it).
+    #[inline]
+    fn drains_elsewhere(&self, page: Page, state: &ClassState) -> bool {
+        if state.draining.get().is_none() {
+            self.start_draining(state);
+        }
+        state.draining.get() != Some(page)
+    }
+
+    /// Leaves one page of the class to empty (see the module docs): the emptiest of the first
+    /// [`DRAIN_SCAN`] pages with room leaves the list allocation takes from. A class with one
+    /// page keeps it.
+    #[cold]
+    #[inline(never)]
+    fn start_draining(&self, state: &ClassState) {
+        if state.pages.get() < 2 {
+            state.recent_floor.set(state.capacity.get().div_ceil(2));
+            return;
+        }
+        let mut best: Option<Page> = None;
+        let mut cur = state.available.get();
+        let mut n = 0;
+        while let Some(page) = cur {
+            if best.is_none_or(|b| page.live() < b.live()) {
+                best = Some(page);
+            }
+            n += 1;
+            if n == DRAIN_SCAN {
+                break;
+            }
+            cur = get!(page, next);
+        }
+        let Some(page) = best else {
+            // Nothing to leave (every page is full, the free blocks are recent ones): no more
+            // tries until a page has room again.
+            state.recent_floor.set(state.capacity.get().div_ceil(2));
+            return;
+        };
+        self.unlink(page, state);
+        state.draining.set(Some(page));
     }
 
     /// Puts the class's recent blocks back in their pages.
@@ -873,8 +1010,12 @@ impl<A: Allocator> SizeClassPool<A> {
     unsafe fn return_to_page(&self, page: Page, p: NonNull<u8>, state: &ClassState) {
         // SAFETY: forwarded from the caller.
         unsafe { page.push(p) };
-        if get!(page, live) == 0 {
-            if state.pages.get() == 1 && get!(page, size) <= KEEP_IN_PLACE {
+        if page.live() == 0 {
+            let drained = state.draining.get() == Some(page);
+            if drained {
+                state.draining.set(None);
+            }
+            if state.pages.get() == 1 && page.size() <= KEEP_IN_PLACE {
                 // The class's only page, and a small one: it stays formatted for the class, in
                 // its list, ready for the class's next block (a `Vec` that grows through the
                 // classes empties a page at each step and needs one at the next).
@@ -884,17 +1025,18 @@ impl<A: Allocator> SizeClassPool<A> {
                 return;
             }
             self.detach(page, state);
-            let cached = self.empty_bytes.get() + get!(page, size);
+            let cached = self.empty_bytes.get() + page.size();
             if cached
                 <= self
                     .options
                     .max_empty_pages
                     .saturating_mul(self.options.page_size)
             {
-                // The class's spare if it has none, else in the shared cache.
+                // The class's spare if it has none, else in the shared cache; a page the class
+                // left to empty goes to the shared cache, for any class.
                 match state.spare.get() {
-                    None => state.spare.set(Some(page)),
-                    Some(_) => {
+                    None if !drained => state.spare.set(Some(page)),
+                    _ => {
                         set!(page, next, self.empty.get());
                         self.empty.set(Some(page));
                     }
@@ -905,12 +1047,21 @@ impl<A: Allocator> SizeClassPool<A> {
                 // SAFETY: the page is empty and unlinked from its class list.
                 unsafe { self.release(page) };
             }
-        } else if !get!(page, in_list) {
-            // A full page that gets a free block goes last, and a page already listed keeps its
-            // place: allocation stays on the pages in front (the current page's freed blocks
-            // come back first), so those at the back are left to empty and go back to the
-            // backing allocator.
-            self.push_back(page, state);
+        } else if state.draining.get() == Some(page) {
+            // Left to empty: not listed.
+        } else {
+            if !get!(page, in_list) {
+                // A full page that gets a free block goes last, and a page already listed keeps its
+                // place: allocation stays on the pages in front (the current page's freed blocks
+                // come back first), so those at the back are left to empty and go back to the
+                // backing allocator.
+                self.push_back(page, state);
+                // A page has room again: the class may leave one to empty again.
+                state.arm_floor();
+            }
+            if state.draining.get().is_none() && state.live.get() < state.recent_floor.get() {
+                self.start_draining(state);
+            }
         }
     }
 
@@ -919,9 +1070,7 @@ impl<A: Allocator> SizeClassPool<A> {
         if get!(page, in_list) {
             self.unlink(page, state);
         }
-        state.pages.set(state.pages.get() - 1);
-        state.bytes.set(state.bytes.get() - get!(page, size));
-        state.capacity.set(state.capacity.get() - get!(page, slots));
+        state.count_page(page.size(), page.slots(), false);
     }
 
     /// Returns a page to the backing allocator.
@@ -929,23 +1078,25 @@ impl<A: Allocator> SizeClassPool<A> {
     /// # Safety
     /// The page holds no block in use and is in no class list or cache.
     unsafe fn release(&self, page: Page) {
-        let (prev, next) = (get!(page, all_prev), get!(page, all_next));
-        match prev {
-            Some(p) => set!(p, all_next, next),
-            None => self.all.set(next),
-        }
-        if let Some(n) = next {
-            set!(n, all_prev, prev);
-        }
-        let size = get!(page, size);
+        let size = page.size();
         self.pages.set(self.pages.get() - 1);
         self.bytes_held.set(self.bytes_held.get() - size);
         self.map.remove(page.0.cast(), size.div_ceil(GRANULE));
-        // SAFETY: the page came from `self.alloc` with this size and the granule's alignment.
+        // SAFETY: forwarded from the caller.
+        unsafe { self.free_page(page) };
+    }
+
+    /// Gives a page's memory back to the backing allocator.
+    ///
+    /// # Safety
+    /// The page holds no block in use and is not used again.
+    unsafe fn free_page(&self, page: Page) {
+        // SAFETY: the page came from `self.alloc` with this size and the granule's alignment
+        // (`new_page_from_backing`).
         unsafe {
             self.alloc.deallocate(
                 page.0.cast(),
-                Layout::from_size_align_unchecked(size, GRANULE),
+                Layout::from_size_align_unchecked(page.size(), GRANULE),
             )
         };
     }
@@ -1049,10 +1200,11 @@ impl<A: Allocator> SizeClassPool<A> {
 
 impl<A: Allocator> Drop for SizeClassPool<A> {
     fn drop(&mut self) {
-        while let Some(page) = self.all.get() {
-            // SAFETY: ownership proves no block is in use; lists are not used again.
-            unsafe { self.release(page) };
-        }
+        // Every page held is registered in the map, once from its first granule.
+        self.map.for_each_base(|base| {
+            // SAFETY: ownership proves no block is in use; the pool is not used again.
+            unsafe { self.free_page(Page(base.cast())) }
+        });
         // SAFETY: the map's table came from `self.alloc`.
         unsafe { self.map.release(&self.alloc) };
     }
