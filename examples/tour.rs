@@ -9,22 +9,32 @@ use arena_pool::{Arena, Pool, SizeClassPool};
 fn main() {
     let mut arena = Arena::new();
 
-    // A Vec that grows at the end of the arena grows in place while its chunk has room; past
-    // 64 KiB it moves to a large block of its own, which grows by the backing allocator's realloc
-    // (often in place too). Count how often its buffer moved.
+    // A Vec that grows at the end of the arena grows in place while its chunk has room; when it
+    // outgrows the chunk it moves, below 64 KiB to a new chunk (with room to grow in place
+    // again), past 64 KiB into a large block of its own, which then grows by the backing
+    // allocator's realloc (in place or not, as that allocator decides). Count the moves.
     let mut v: Vec<u64, &Arena> = Vec::new_in(&arena);
-    let mut moves = 0;
+    let (mut to_chunk, mut to_large, mut by_realloc) = (0, 0, 0);
     let mut last = v.as_ptr();
     for i in 0..100_000 {
+        let (had_buffer, was_large) = (v.capacity() > 0, arena.stats().large_blocks > 0);
         v.push(i);
         if v.as_ptr() != last {
-            moves += 1;
             last = v.as_ptr();
+            if !had_buffer {
+                continue; // its first allocation
+            }
+            match (was_large, arena.stats().large_blocks > 0) {
+                (false, false) => to_chunk += 1,
+                (false, true) => to_large += 1,
+                (true, _) => by_realloc += 1,
+            }
         }
     }
     println!(
-        "Vec<u64>: 100000 pushes, buffer moved {moves} times, capacity {} bytes, arena used {} \
-         bytes, large blocks {}",
+        "Vec<u64>: 100000 pushes; its buffer moved {to_chunk} times to a new chunk, {to_large} \
+         time into a large block, then {by_realloc} times by realloc; capacity {} bytes, arena \
+         used {} bytes (bump blocks), large blocks {}",
         v.capacity() * 8,
         arena.used_bytes(),
         arena.stats().large_blocks
@@ -45,8 +55,10 @@ fn main() {
     drop(map);
     println!("after the first round: {:?}", arena.stats());
 
-    // A reset loop: reset keeps one chunk, sized for what the loop uses, so after its first
-    // cycles the loop takes nothing more from the backing allocator.
+    // A reset loop: reset keeps one chunk, sized for the most any of the last four cycles
+    // needed, so after its first cycle the loop takes nothing more from the backing allocator.
+    // Here the cycle before the loop held the 1 MiB Vec: the chunk round 0 takes is sized for
+    // that, and kept until the reset after round 3 forgets it and gives a chunk for the loop.
     for round in 0..5 {
         arena.reset();
         let before = arena.allocated_bytes_including_metadata();
@@ -57,12 +69,16 @@ fn main() {
             }
             words
         };
+        let s = arena.stats();
         println!(
-            "round {round}: {} strings, last {:?}, used {} bytes, {} more bytes taken",
+            "round {round}: {} strings, last {:?}, used {} bytes, {} more bytes taken, {} held \
+             in {} chunk(s)",
             words.len(),
             words.last().copied().unwrap_or_default(),
-            arena.used_bytes(),
-            arena.allocated_bytes_including_metadata() - before
+            s.used_bytes,
+            s.allocated_bytes_including_metadata - before,
+            s.allocated_bytes_including_metadata,
+            s.chunks
         );
     }
 

@@ -16,8 +16,10 @@ mod allocator_impls;
 mod arena;
 #[cfg(any(feature = "allocator-api2-03", feature = "allocator-api2-04"))]
 mod bridges;
+pub mod collections;
 mod error;
 mod pool;
+pub mod prelude;
 mod reentry;
 #[cfg(feature = "std")]
 mod sync;

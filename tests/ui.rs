@@ -1,7 +1,7 @@
 //! Compile-fail tests: the borrow and thread-safety guarantees of `Arena`, `ArenaRef`, scopes,
-//! scope guards, the pools and the thread-safe types, each next to a neighbouring case that must
-//! compile. The `.stderr` snapshots are for the stable toolchain; regenerate them with
-//! `TRYBUILD=overwrite cargo test --test ui`.
+//! scope guards, the pools, the thread-safe types and `collections::String` (its leaked text),
+//! each next to a neighbouring case that must compile. The `.stderr` snapshots are for the
+//! stable toolchain; regenerate them with `TRYBUILD=overwrite cargo test --test ui`.
 // trybuild cannot run under miri (file-system isolation), and the snapshots are for the stable
 // compiler without the `nightly` feature (which changes the errors).
 #![cfg(not(any(miri, feature = "nightly")))]

@@ -276,7 +276,8 @@ pub(crate) fn min_chunk_size(layout: Layout) -> Option<usize> {
 /// The nominal size of the next regular chunk for a growth state (the sum of the regular chunks
 /// so far): half of it, rounded up to 512 bytes up to a page and to whole pages above, from
 /// [`FIRST_CHUNK_SIZE`] up to [`MAX_CHUNK_SIZE`]. The chunks together grow by half with each new
-/// one, so a fresh arena holds at most about 1.5x what it handed out (doubling would be 2x);
+/// one, so a fresh arena holds about 1.5x the chunks it has filled (doubling would be 2x; what
+/// it handed out can be less, by the rest of each chunk a block did not fit);
 /// a reset loop settles in one chunk through retention, which renews the chunks for the cycle's
 /// need (see `retention`).
 pub(crate) fn regular_nominal(growth: usize) -> usize {
