@@ -214,8 +214,9 @@ impl SizeClassOptions {
     }
 }
 
-/// A page's header: one cache line (pages are aligned to the granule, so it is one line
-/// exactly), what allocation and freeing read and write first. The counts and sizes are bounded
+/// A page's header: one cache line (64 bytes on 64-bit targets, less on 32-bit ones; pages are
+/// aligned to the granule, so it is one line exactly), what allocation and freeing read and
+/// write first. The counts and sizes are bounded
 /// by the largest page (1 MiB), so 32 bits hold them.
 #[repr(C)]
 struct PageHeader {
@@ -237,7 +238,7 @@ struct PageHeader {
     in_list: bool,
 }
 
-const _: () = assert!(size_of::<PageHeader>() == 64);
+const _: () = assert!(size_of::<PageHeader>() <= 64);
 
 /// A page count or size as the header keeps it (all are below `MAX_PAGE_SIZE`).
 fn narrow(n: usize) -> u32 {
