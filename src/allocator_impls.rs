@@ -10,7 +10,9 @@ use allocator_api2::alloc::{AllocError, Allocator, Layout};
 
 #[cfg(feature = "std")]
 use crate::SyncPool;
-use crate::arena::{Arena, ArenaRef};
+#[cfg(feature = "std")]
+use crate::arena::refuse;
+use crate::arena::{Arena, ArenaRef, OnRaw};
 use crate::{Pool, SizeClassPool, TypedPool};
 
 /// Implements `Allocator` for an arena type with private `raw()` and `src()` accessors.
@@ -46,7 +48,7 @@ macro_rules! arena_allocator {
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::grow` contract.
-                let p = unsafe { self.raw().grow(ptr, old_layout, new_layout, false, self.src()) };
+                let p = unsafe { self.raw().grow::<_, true>(ptr, old_layout, new_layout, false, self.src()) };
                 Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
             }
 
@@ -58,7 +60,7 @@ macro_rules! arena_allocator {
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
-                let p = unsafe { self.raw().grow(ptr, old_layout, new_layout, true, self.src()) };
+                let p = unsafe { self.raw().grow::<_, true>(ptr, old_layout, new_layout, true, self.src()) };
                 Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
             }
 
@@ -70,7 +72,7 @@ macro_rules! arena_allocator {
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
-                unsafe { self.raw().shrink(ptr, old_layout, new_layout, self.src()) }
+                unsafe { self.raw().shrink::<_, true>(ptr, old_layout, new_layout, self.src()) }
             }
         }
     };
@@ -92,7 +94,8 @@ unsafe impl<A: Allocator> Allocator for crate::SyncArena<A> {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         match self.place(layout) {
             Ok(p) => Ok(NonNull::slice_from_raw_parts(p, layout.size())),
-            Err(_) => Err(AllocError),
+            // The limit's panic, if the arena asks for it, is raised out of line.
+            Err(f) => Err(refuse(f, || self)),
         }
     }
 

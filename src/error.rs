@@ -7,9 +7,9 @@ use core::fmt;
 pub use allocator_api2::alloc::AllocError;
 
 /// Why an allocation failed, kept until the public API decides between `Err(AllocError)` and a
-/// panic.
+/// panic. (Nominally `pub` in this private module: the sealed `Core` trait names it.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// The requested size, with its alignment and bookkeeping, does not fit in `isize::MAX`.
     CapacityOverflow,
     /// Taking another chunk would pass the allocation limit.
@@ -59,8 +59,9 @@ impl From<Failure> for AllocError {
     }
 }
 
-/// The error of [`Arena::try_alloc_try_with`](crate::Arena::try_alloc_try_with): either the
-/// arena could not allocate, or the initialiser returned an error.
+/// The error of [`BumpAlloc::try_alloc_try_with`](crate::BumpAlloc::try_alloc_try_with) and the
+/// other `try_` methods with a fallible initialiser: either the arena could not allocate, or the
+/// initialiser returned an error.
 ///
 /// ```
 /// use arena_pool::{AllocOrInitError, Arena};

@@ -21,6 +21,7 @@ mod error;
 mod pool;
 pub mod prelude;
 mod reentry;
+mod sharing;
 #[cfg(feature = "std")]
 mod sync;
 // Fuzz builds only (`--cfg fuzzing`): the pure size arithmetic, for the `layout_math` target.
@@ -31,7 +32,7 @@ pub mod __fuzzing;
 
 pub use allocator_api2;
 pub use allocator_api2::alloc::AllocError;
-pub use arena::{Arena, ArenaRef, ArenaStats, Checkpoint, ScopeGuard};
+pub use arena::{Arena, ArenaRef, ArenaStats, BumpAlloc, Checkpoint, ScopeGuard};
 pub use error::AllocOrInitError;
 pub use pool::{
     ClassStats, Pool, PoolStats, SizeClassOptions, SizeClassPool, SizeClassStats, TypedPool,

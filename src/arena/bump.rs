@@ -50,6 +50,9 @@ pub(crate) struct RawArena {
     chunks: Cell<usize>,
     /// Cap on `held`, if any.
     limit: Cell<Option<usize>>,
+    /// Whether the `Allocator` methods panic at the limit instead of returning `AllocError`
+    /// (read through the arena's [`ChunkSource::panics_on_limit`], never on a fast path).
+    panic_on_limit: Cell<bool>,
     /// Largest nominal size of a regular chunk (what the growth state may reach).
     growth_cap: usize,
     /// Set while the arena waits for its backing allocator: a nested request that needs the
@@ -148,6 +151,7 @@ impl RawArena {
             held: Cell::new(0),
             chunks: Cell::new(0),
             limit: Cell::new(None),
+            panic_on_limit: Cell::new(false),
             growth_cap: cap,
             backing_call: BackingCall::new(),
             large: LargeList::new(),
@@ -236,7 +240,32 @@ impl RawArena {
         slack: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
-        // Its two callers, `alloc` and `move_last`, answer empty layouts themselves.
+        self.alloc_slow_inline(layout, slack, src)
+    }
+
+    /// [`alloc_slow`](Self::alloc_slow) for the `Allocator` methods: its failure is answered by
+    /// [`refuse`] here, on the cold path, so that their inlined fast paths carry nothing for it.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow_or_refuse<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        src: &S,
+    ) -> Result<NonNull<u8>, AllocError> {
+        self.alloc_slow_inline(layout, false, src)
+            .map_err(|f| refuse(f, || src))
+    }
+
+    /// The body of [`alloc_slow`](Self::alloc_slow) and
+    /// [`alloc_slow_or_refuse`](Self::alloc_slow_or_refuse).
+    #[inline(always)]
+    fn alloc_slow_inline<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        slack: bool,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
+        // Its callers, `alloc`, `allocate` and `move_last`, answer empty layouts themselves.
         debug_assert!(layout.size() != 0);
         // A backing allocator that allocates in the arena it backs reaches this point while the
         // outer call waits for it: the outer call has read the chunk ring and will link its new
@@ -469,6 +498,23 @@ impl RawArena {
         Some(ptr.with_addr(p.addr()))
     }
 
+    /// [`alloc`](Self::alloc) for the `Allocator` methods: the failure is answered on the cold
+    /// path ([`alloc_slow_or_refuse`](Self::alloc_slow_or_refuse)).
+    #[inline(always)]
+    fn allocator_alloc<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        src: &S,
+    ) -> Result<NonNull<u8>, AllocError> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout.align()));
+        }
+        match self.bump(layout) {
+            Some(p) => Ok(p),
+            None => self.alloc_slow_or_refuse(layout, src),
+        }
+    }
+
     /// `Allocator::allocate`.
     #[inline(always)]
     pub(crate) fn allocate<S: ChunkSource + ?Sized>(
@@ -476,10 +522,8 @@ impl RawArena {
         layout: Layout,
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        match self.alloc(layout, src) {
-            Ok(p) => Ok(NonNull::slice_from_raw_parts(p, layout.size())),
-            Err(_) => Err(AllocError),
-        }
+        let p = self.allocator_alloc(layout, src)?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
     /// `Allocator::allocate_zeroed`.
@@ -489,7 +533,7 @@ impl RawArena {
         layout: Layout,
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.alloc(layout, src).map_err(|_| AllocError)?;
+        let p = self.allocator_alloc(layout, src)?;
         // SAFETY: `p` is a fresh block of `layout.size()` writable bytes; no reference is formed.
         unsafe { p.write_bytes(0, layout.size()) };
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
@@ -540,15 +584,50 @@ impl RawArena {
         }
     }
 
-    /// `Allocator::grow` / `grow_zeroed`: in place when the block is last, its start satisfies
-    /// the new alignment and the chunk has room (no stack frame on this path); otherwise
-    /// [`grow_elsewhere`](Self::grow_elsewhere).
+    /// The position, as an address: a mark for [`rewind`](Self::rewind).
+    #[inline(always)]
+    pub(crate) fn mark(&self) -> usize {
+        self.ptr.get().addr().get()
+    }
+
+    /// Moves the position back over the padding in front of a block that was just given back:
+    /// from `start` to `mark`, when the position is at `start` and `mark` lies in the current
+    /// chunk, less than `align` bytes before it (so that only that padding lies between them).
+    ///
+    /// # Safety
+    /// `mark` was taken, by [`mark`](Self::mark), just before the block that starts at `start`
+    /// (of alignment `align`) was allocated, and that block has been given back.
+    #[inline]
+    pub(crate) unsafe fn rewind(&self, start: NonNull<u8>, mark: usize, align: usize) {
+        let ptr = self.ptr.get();
+        let Some(c) = self.chunk.get() else {
+            return;
+        };
+        let start = start.addr().get();
+        if ptr.addr().get() == start
+            && mark >= c.start().addr().get()
+            && mark <= start
+            && start - mark < align
+        {
+            // `mark` lies in the current chunk at or before `ptr`, so it is non-null; our own
+            // pointer carries the chunk's provenance.
+            if let Some(m) = core::num::NonZero::new(mark) {
+                self.ptr.set(ptr.with_addr(m));
+            }
+        }
+    }
+
+    /// Grows a block: in place when the block is last, its start satisfies the new alignment
+    /// and the chunk has room (no stack frame on this path); otherwise
+    /// [`grow_elsewhere`](Self::grow_elsewhere). `ALLOCATOR` is true on the `Allocator` methods'
+    /// path, where a failure at the allocation limit may panic on the cold path (see
+    /// [`raise_if_asked`]), and false for the typed helpers, which get the failure's cause.
     ///
     /// # Safety
     /// The `Allocator::grow` contract: `p` is a live block of this arena fitting `old`, and
-    /// `new.size() >= old.size()`.
+    /// `new.size() >= old.size()`; `src` is the arena's source.
     #[inline(always)]
-    pub(crate) unsafe fn grow<S: ChunkSource + ?Sized>(
+    pub(crate) unsafe fn grow<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -577,7 +656,7 @@ impl RawArena {
             }
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.grow_elsewhere(p, old, new, zeroed, src) }
+        unsafe { self.grow_elsewhere::<S, ALLOCATOR>(p, old, new, zeroed, src) }
     }
 
     /// The rest of [`grow`](Self::grow): the block moves, within the chunk when it is last,
@@ -587,7 +666,32 @@ impl RawArena {
     /// As for [`grow`](Self::grow).
     #[cold]
     #[inline(never)]
-    unsafe fn grow_elsewhere<S: ChunkSource + ?Sized>(
+    unsafe fn grow_elsewhere<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
+        // SAFETY: forwarded from the caller.
+        let grown = unsafe { self.grow_moving(p, old, new, zeroed, src) };
+        if ALLOCATOR {
+            if let Err(f) = grown {
+                // Everything the attempt did is undone: the arena may panic now.
+                raise_if_asked(f, || src);
+            }
+        }
+        grown
+    }
+
+    /// The body of [`grow_elsewhere`](Self::grow_elsewhere): moves the block. Changes nothing
+    /// when it fails.
+    ///
+    /// # Safety
+    /// As for [`grow`](Self::grow).
+    #[inline(always)]
+    unsafe fn grow_moving<S: ChunkSource + ?Sized>(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -617,15 +721,17 @@ impl RawArena {
         Ok(q)
     }
 
-    /// `Allocator::shrink`: the last block gives its tail back in place; any other block keeps
-    /// its place and length (the slack is lost until reset). A block must move only when the new
+    /// Shrinks a block: the last block gives its tail back in place; any other block keeps its
+    /// place and length (the slack is lost until reset). A block must move only when the new
     /// alignment is larger than its start satisfies ([`shrink_elsewhere`](Self::shrink_elsewhere)).
+    /// `ALLOCATOR` as for [`grow`](Self::grow): on the `Allocator` methods' path a failure at the
+    /// limit may panic there.
     ///
     /// # Safety
     /// The `Allocator::shrink` contract: `p` is a live block of this arena fitting `old`, and
-    /// `new.size() <= old.size()`.
+    /// `new.size() <= old.size()`; `src` is the arena's source.
     #[inline(always)]
-    pub(crate) unsafe fn shrink<S: ChunkSource + ?Sized>(
+    pub(crate) unsafe fn shrink<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -636,12 +742,12 @@ impl RawArena {
         // SAFETY: `p` was allocated with `old` (the contract).
         if !unsafe { satisfies(p, old, new) } {
             // SAFETY: forwarded from the caller.
-            return unsafe { self.shrink_elsewhere(p, old, new, src) };
+            return unsafe { self.shrink_elsewhere::<S, ALLOCATOR>(p, old, new, src) };
         }
         let Some(start) = self.last_start(p, old.size()) else {
             if old.size() >= LARGE_THRESHOLD {
                 // SAFETY: forwarded from the caller.
-                return unsafe { self.shrink_not_last(p, old, new, src) };
+                return unsafe { self.shrink_not_last::<S, ALLOCATOR>(p, old, new, src) };
             }
             // The caller may keep using the whole block.
             return Ok(NonNull::slice_from_raw_parts(p, old.size()));
@@ -660,7 +766,7 @@ impl RawArena {
     /// As for [`shrink`](Self::shrink).
     #[cold]
     #[inline(never)]
-    unsafe fn shrink_elsewhere<S: ChunkSource + ?Sized>(
+    unsafe fn shrink_elsewhere<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -669,12 +775,16 @@ impl RawArena {
     ) -> Result<NonNull<[u8]>, AllocError> {
         let q = if let Some(start) = self.last_start(p, old.size()) {
             // SAFETY: `[start, ptr)` is the last block; its first `new.size()` bytes are kept.
-            unsafe { self.move_last(start, new, new.size(), src) }.map_err(|_| AllocError)?
+            unsafe { self.move_last(start, new, new.size(), src) }
+                .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?
         } else if let Some(b) = self.find_large(p, old) {
             // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
-            unsafe { self.resize_large(b, old, new, false, src) }.map_err(|_| AllocError)?
+            unsafe { self.resize_large(b, old, new, false, src) }
+                .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?
         } else {
-            let q = self.alloc(new, src).map_err(|_| AllocError)?;
+            let q = self
+                .alloc(new, src)
+                .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?;
             // SAFETY: `q` is fresh, after every live block, so it does not overlap `p`.
             unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), new.size()) };
             poison(p.as_ptr(), p.as_ptr().wrapping_add(old.size()));
@@ -857,7 +967,7 @@ impl RawArena {
     /// As for [`shrink`](Self::shrink).
     #[cold]
     #[inline(never)]
-    unsafe fn shrink_not_last<S: ChunkSource + ?Sized>(
+    unsafe fn shrink_not_last<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -868,7 +978,7 @@ impl RawArena {
             Some(b) => {
                 // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
                 let q = unsafe { self.resize_large(b, old, new, false, src) }
-                    .map_err(|_| AllocError)?;
+                    .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?;
                 Ok(NonNull::slice_from_raw_parts(q, new.size()))
             }
             None => Ok(NonNull::slice_from_raw_parts(p, old.size())),
@@ -1249,6 +1359,62 @@ impl RawArena {
 
     pub(crate) fn set_allocation_limit(&self, limit: Option<usize>) {
         self.limit.set(limit);
+    }
+
+    /// Whether the `Allocator` methods panic at the limit (an `Arena`'s own flag; a
+    /// `LocalArena` asks its `SyncArena` through [`ChunkSource::panics_on_limit`]).
+    pub(crate) fn panics_on_limit(&self) -> bool {
+        self.panic_on_limit.get()
+    }
+
+    pub(crate) fn set_panic_on_limit(&self, panic: bool) {
+        self.panic_on_limit.set(panic);
+    }
+}
+
+/// The answer of a shrink that failed (it had to move the block): for the `Allocator` methods
+/// ([`refuse`]) the limit's panic when the arena asks for it, else `AllocError`.
+#[inline(always)]
+fn shrink_failed<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
+    f: Failure,
+    src: &S,
+) -> AllocError {
+    if ALLOCATOR {
+        refuse(f, || src)
+    } else {
+        AllocError
+    }
+}
+
+/// The answer of an `Allocator` method that failed: `AllocError`, or the limit's panic (see
+/// [`raise_if_asked`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn refuse<'s, S: ChunkSource + ?Sized + 's>(
+    f: Failure,
+    src: impl FnOnce() -> &'s S,
+) -> AllocError {
+    raise_if_asked(f, src);
+    AllocError
+}
+
+/// Raises the limit's panic when `f` is the allocation limit and the arena that owns the limit
+/// (`src()`) asks for it (`set_panic_on_limit`); otherwise does nothing.
+///
+/// Called on the failure paths of the `Allocator` methods only, once the failed request has
+/// undone everything it did (every rule here changes nothing when it fails), so the arena is
+/// consistent and usable when the panic unwinds. It is handed a closure that finds the limit's
+/// owner (a `LocalArena` loads its `SyncArena` pointer for that), so that even that load stays
+/// off the fast paths.
+#[inline]
+pub(crate) fn raise_if_asked<'s, S: ChunkSource + ?Sized + 's>(
+    f: Failure,
+    src: impl FnOnce() -> &'s S,
+) {
+    if let Failure::LimitReached { .. } = f {
+        if src().panics_on_limit() {
+            f.raise()
+        }
     }
 }
 

@@ -85,6 +85,14 @@ pub(crate) trait ChunkSource {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, Failure>;
+
+    /// The allocation limit that caps this source (the arena's own, or for a `LocalArena` its
+    /// `SyncArena`'s).
+    fn allocation_limit(&self) -> Option<usize>;
+
+    /// Whether the `Allocator` methods of the arenas on this source panic when that limit is
+    /// reached, instead of returning `AllocError` (asked on failure paths only).
+    fn panics_on_limit(&self) -> bool;
 }
 
 /// A chunk, seen through its header pointer. Copyable handle; the arena owns the memory.

@@ -1,6 +1,7 @@
 //! [`Arena`]: a chunked bump allocator that bumps upward, and [`ArenaRef`], the scoped view of it.
 
 mod bump;
+mod bump_alloc;
 mod chunk;
 mod large;
 pub(crate) mod poison;
@@ -19,6 +20,10 @@ use crate::error::Failure;
 #[cfg(feature = "std")]
 pub(crate) use bump::satisfies;
 pub(crate) use bump::{RawArena, dangling};
+// Used by `crate::sync` and the `SyncArena` `Allocator` impl (feature `std`) only.
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
+pub(crate) use bump::refuse;
+pub use bump_alloc::BumpAlloc;
 pub(crate) use chunk::ChunkSource;
 // Used by `crate::sync` (feature `std`) only.
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
@@ -33,8 +38,10 @@ pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use stats::stats_api;
+pub(crate) use typed::OnRaw;
+// Used by `crate::sync` (feature `std`) only.
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
-pub(crate) use typed::typed_api;
+pub(crate) use typed::Core;
 
 /// Fuzz builds only: the chunk arithmetic, re-exported by `crate::__fuzzing`.
 #[cfg(fuzzing)]
@@ -57,10 +64,16 @@ pub(crate) mod fuzzing {
 /// - **Any collection**: `Arena` implements allocator-api2's [`Allocator`], so
 ///   `allocator_api2::vec::Vec::new_in(&arena)`, `allocator_api2::boxed::Box::new_in(x, &arena)` and
 ///   `hashbrown::HashMap::new_in(&arena)` work unchanged.
-/// - **Values placed with `alloc` are never dropped.** The typed helpers ([`alloc`](Arena::alloc),
-///   [`alloc_slice_clone`](Arena::alloc_slice_clone), …) return `&mut T` and the arena does not run
-///   destructors: a `String` or `Vec` placed there leaks its heap buffer. When a value must be
-///   dropped, use `allocator_api2::boxed::Box::new_in(value, &arena)`.
+/// - **Typed helpers**: [`alloc`](Arena::alloc), [`alloc_str`](Arena::alloc_str),
+///   [`alloc_fmt`](Arena::alloc_fmt), the slice fills, … place values, slices, strings and
+///   formatted text and return `&mut T` for as long as the arena's borrow. They are the methods of
+///   [`BumpAlloc`] (documented there; generic code over the arena kinds takes `X: BumpAlloc`),
+///   also inherent here, so calling them needs no import.
+/// - **Values placed with `alloc` are never dropped.** The typed helpers
+///   ([`alloc`](BumpAlloc::alloc), [`alloc_slice_clone`](BumpAlloc::alloc_slice_clone), …) return
+///   `&mut T` and the arena does not run destructors: a `String` or `Vec` placed there leaks its
+///   heap buffer. When a value must be dropped, use
+///   `allocator_api2::boxed::Box::new_in(value, &arena)`.
 /// - **Validity**: a block lives until it is deallocated, the arena is reset, the scope it was
 ///   allocated in ends, or the arena is dropped. The last three need `&mut Arena` or ownership,
 ///   so the borrow checker rules them out while any `&Arena` (inside a reference, `Vec` or `Box`)
@@ -92,7 +105,7 @@ pub struct Arena<A: Allocator = Global> {
 // SAFETY: the arena exclusively owns its chunks; its raw pointers point only into them, and every
 // reference it hands out borrows the arena, so none is alive when the arena moves. Moving it to
 // another thread moves the chunks with it, and they are given back through `A` there, which needs
-// `A: Send`. (The arena is not `Sync`: its `Cell`s make it so.)
+// `A: Send`. (The arena is not `Sync`: see `crate::sharing`, whose impl never holds.)
 unsafe impl<A: Allocator + Send> Send for Arena<A> {}
 
 impl Arena {
@@ -123,6 +136,7 @@ impl Arena {
     /// assert!(arena.chunk_capacity() >= 4096);
     /// ```
     #[must_use]
+    #[track_caller]
     pub fn with_capacity(capacity: usize) -> Arena {
         Arena::with_capacity_in(capacity, Global)
     }
@@ -168,6 +182,7 @@ impl<A: Allocator> Arena<A> {
     /// # Panics
     /// When the capacity overflows; calls [`handle_alloc_error`](alloc::alloc::handle_alloc_error)
     /// when `alloc` fails.
+    #[track_caller]
     pub fn with_capacity_in(capacity: usize, alloc: A) -> Arena<A> {
         let arena = Arena::new_in(alloc);
         if let Err(e) = arena.raw.reserve_first(capacity, &arena) {
@@ -225,7 +240,7 @@ impl<A: Allocator> Arena<A> {
 
     /// Same as [`reset`](Arena::reset).
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0502
     /// let mut arena = arena_pool::Arena::new();
     /// let x = arena.alloc(42u32);
     /// arena.clear();
@@ -255,9 +270,10 @@ impl<A: Allocator> Arena<A> {
     }
 
     /// Sets a cap on the bytes the arena holds from its backing allocator (chunk headers
-    /// included), or removes it with `None`. A request that would pass it fails with `AllocError`
-    /// from the fallible API and panics with a message naming the limit from the panicking one.
-    /// Chunks already held are kept even when they exceed a new, lower limit.
+    /// included, large blocks too), or removes it with `None`. A request that would pass it
+    /// fails with `AllocError` from the fallible API (the `try_` methods and the `Allocator`
+    /// methods) and panics with a message naming the limit from the panicking one. Chunks already
+    /// held are kept even when they exceed a new, lower limit. Scopes share their arena's limit.
     ///
     /// ```
     /// let arena = arena_pool::Arena::new();
@@ -266,8 +282,77 @@ impl<A: Allocator> Arena<A> {
     /// assert!(arena.try_alloc_slice_fill_copy(10_000, 0u8).is_err());
     /// assert!(arena.allocated_bytes_including_metadata() <= 4096);
     /// ```
+    ///
+    /// # In collections: the limit aborts unless you ask for an error or a panic
+    /// A collection's infallible methods (`Vec::push`, `Box::new_in`, `HashMap::insert`, …)
+    /// treat an `Err` from the allocator as out of memory: allocator-api2's and hashbrown's
+    /// collections then call `handle_alloc_error`, which **aborts the process** ("memory
+    /// allocation of N bytes failed"). So a `push` past the limit does not panic, it aborts, and
+    /// so does one that finds the backing allocator out of memory. Two ways out:
+    /// - **Fallible calls**: reserve with `Vec::try_reserve` (hashbrown's `HashMap::try_reserve`,
+    ///   `Box::try_new_in`, `arena_pool::collections::String::try_reserve`) and handle the
+    ///   error; the infallible calls within the reserved capacity then allocate nothing.
+    /// - **A panic**: with [`set_panic_on_limit(true)`](Self::set_panic_on_limit) the
+    ///   `Allocator` methods panic at the limit, so the collection's call unwinds and
+    ///   `std::panic::catch_unwind` around the work (a request, a job) recovers.
+    ///
+    /// ```
+    /// use arena_pool::Arena;
+    /// use arena_pool::allocator_api2::vec::Vec;
+    ///
+    /// let arena = Arena::new();
+    /// arena.set_allocation_limit(Some(4096));
+    /// let mut v: Vec<u64, &Arena> = Vec::new_in(&arena);
+    /// assert!(v.try_reserve(10_000).is_err()); // 80 KB: past the limit, an error
+    /// assert!(v.try_reserve(100).is_ok());
+    /// v.extend(0..100); // within the capacity reserved: no allocation, cannot fail
+    /// assert_eq!(v.len(), 100);
+    /// ```
     pub fn set_allocation_limit(&self, limit: Option<usize>) {
         self.raw.set_allocation_limit(limit)
+    }
+
+    /// With `true`, the arena's [`Allocator`] methods (`allocate`, `grow`, `shrink`, …, what
+    /// collections call) **panic** when the [allocation limit](Self::set_allocation_limit) is
+    /// reached, with the same message as the panicking helpers ("arena-pool: the arena's
+    /// allocation limit of N bytes is reached"), instead of returning `Err(AllocError)`. A
+    /// collection whose `push` or `insert` hits the limit then unwinds instead of aborting the
+    /// process, and `std::panic::catch_unwind` around a request makes the limit a per-request
+    /// memory cap. `false` (the default) restores `Err`. Scopes ([`ArenaRef`]) follow their arena.
+    ///
+    /// - **The arena stays consistent**: the panic is raised after the failed request has
+    ///   undone all it did (no chunk half taken, the limit's accounting exact), so the arena and
+    ///   the collections on it stay usable after `catch_unwind`: a `Vec` whose `push` panicked
+    ///   keeps its elements, and a [`reset`](Self::reset) frees everything as usual.
+    /// - **The trade-off**: every `Allocator` call panics at the limit, the fallible ones too:
+    ///   `Vec::try_reserve`, hashbrown's `try_reserve` and `Box::try_new_in` panic instead of
+    ///   returning `Err`. The arena's own `try_` methods (`try_alloc`, …) still return `Err`.
+    /// - **Only the limit panics.** A backing allocator out of memory is still `Err`, and a
+    ///   collection still aborts on it, as it does on the global allocator.
+    ///
+    /// ```
+    /// use std::panic::{AssertUnwindSafe, catch_unwind};
+    /// use arena_pool::Arena;
+    /// use arena_pool::allocator_api2::vec::Vec;
+    ///
+    /// let mut arena = Arena::new();
+    /// arena.set_allocation_limit(Some(16 * 1024));
+    /// arena.set_panic_on_limit(true);
+    /// let request = |n: u64| {
+    ///     catch_unwind(AssertUnwindSafe(|| {
+    ///         let mut v = Vec::new_in(&arena);
+    ///         v.extend(0..n); // a request too large for the limit panics here
+    ///         v.iter().sum::<u64>()
+    ///     }))
+    /// };
+    /// assert_eq!(request(100).ok(), Some(4950));
+    /// assert!(request(1_000_000).is_err()); // 8 MB: a panic, not an abort
+    /// assert_eq!(request(100).ok(), Some(4950)); // the arena serves the next request
+    /// arena.reset();
+    /// assert_eq!(arena.used_bytes(), 0);
+    /// ```
+    pub fn set_panic_on_limit(&self, panic: bool) {
+        self.raw.set_panic_on_limit(panic)
     }
 
     /// The arena as an [`ArenaRef`], the type every scope hands out.
@@ -359,15 +444,30 @@ impl<A: Allocator> Arena<A> {
         // SAFETY: forwarded from the caller.
         unsafe { self.as_arena_ref_mut().reset_to(checkpoint) }
     }
+}
 
-    #[inline(always)]
-    pub(crate) fn raw(&self) -> &RawArena {
-        &self.raw
+impl<'a, A: Allocator> From<&'a Arena<A>> for &'a ArenaRef<'a> {
+    /// [`Arena::as_arena_ref`]: a helper written for `&ArenaRef` takes `(&arena).into()`.
+    ///
+    /// ```
+    /// use arena_pool::{Arena, ArenaRef};
+    ///
+    /// fn name<'a>(arena: &ArenaRef<'a>) -> &'a str {
+    ///     arena.alloc_str("name")
+    /// }
+    ///
+    /// let arena = Arena::new();
+    /// assert_eq!(name((&arena).into()), "name");
+    /// ```
+    fn from(arena: &'a Arena<A>) -> &'a ArenaRef<'a> {
+        arena.as_arena_ref()
     }
+}
 
-    #[inline(always)]
-    pub(crate) fn src(&self) -> &Self {
-        self
+impl<'a, A: Allocator> From<&'a mut Arena<A>> for &'a mut ArenaRef<'a> {
+    /// [`Arena::as_arena_ref_mut`].
+    fn from(arena: &'a mut Arena<A>) -> &'a mut ArenaRef<'a> {
+        arena.as_arena_ref_mut()
     }
 }
 
@@ -408,6 +508,14 @@ impl<A: Allocator> ChunkSource for Arena<A> {
         };
         resized.map_err(|AllocError| Failure::OutOfMemory(new))
     }
+
+    fn allocation_limit(&self) -> Option<usize> {
+        self.raw.allocation_limit()
+    }
+
+    fn panics_on_limit(&self) -> bool {
+        self.raw.panics_on_limit()
+    }
 }
 
 impl<A: Allocator> Drop for Arena<A> {
@@ -431,5 +539,18 @@ impl<A: Allocator> fmt::Debug for Arena<A> {
     }
 }
 
-typed::typed_api!(impl[A: Allocator] Arena<A>, '_, examples);
+impl<A: Allocator> OnRaw for Arena<A> {
+    type Src = Self;
+
+    #[inline(always)]
+    fn raw(&self) -> &RawArena {
+        &self.raw
+    }
+
+    #[inline(always)]
+    fn src(&self) -> &Self {
+        self
+    }
+}
+
 stats::stats_api!(impl[A: Allocator] Arena<A>);

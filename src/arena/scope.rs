@@ -5,14 +5,18 @@ use core::marker::PhantomData;
 
 use super::bump::{RawArena, RawCheckpoint};
 use super::chunk::ChunkSource;
+use super::typed::OnRaw;
 
-/// A view of an [`Arena`](crate::Arena) with a lifetime: what
-/// [`Arena::as_arena_ref`](crate::Arena::as_arena_ref) returns and what
-/// [`with_scope`](ArenaRef::with_scope) passes to its closure.
+/// A view of an [`Arena`](crate::Arena) (or of a [`LocalArena`](crate::LocalArena)) with a
+/// lifetime: what [`Arena::as_arena_ref`](crate::Arena::as_arena_ref) (or
+/// [`LocalArena::as_arena_ref`](crate::LocalArena::as_arena_ref)) returns, what `(&arena).into()`
+/// gives, and what [`with_scope`](ArenaRef::with_scope) passes to its closure: the one type a
+/// helper written for "any arena, and its lifetime" takes.
 ///
-/// It has the allocation and statistics API of `Arena` (its typed helpers return `&'a mut T`),
-/// implements [`Allocator`](allocator_api2::alloc::Allocator), and nests scopes. It never
-/// resets the arena: only the owner can, through `&mut Arena`.
+/// It has the typed API ([`BumpAlloc`](crate::BumpAlloc), whose methods return `&'a mut T` here,
+/// however short the borrow of the `ArenaRef`) and the statistics of `Arena`, implements
+/// [`Allocator`](allocator_api2::alloc::Allocator), and nests scopes. It never resets the arena:
+/// only the owner can, through `&mut Arena` (or `&mut SyncArena`).
 ///
 /// `ArenaRef` is unsized (it is only ever seen behind a reference), so safe code cannot
 /// `mem::swap` or `mem::replace` the states of two arenas or of a scope and its parent.
@@ -32,24 +36,29 @@ use super::chunk::ChunkSource;
 #[repr(transparent)]
 pub struct ArenaRef<'a> {
     _lifetime: PhantomData<&'a ()>,
-    // The concrete type is always `Arena<A>`, whose first field is its `RawArena`.
+    // The concrete type is `Arena<A>` or `LocalArena<'_, A>`, both `repr(C)` with their
+    // `RawArena` first.
     source: dyn ChunkSource + 'a,
 }
 
-impl<'a> ArenaRef<'a> {
+impl<'a> OnRaw for ArenaRef<'a> {
+    type Src = dyn ChunkSource + 'a;
+
     #[inline(always)]
-    pub(crate) fn raw(&self) -> &RawArena {
-        // SAFETY: every `ArenaRef` is made by `Arena::as_arena_ref(_mut)` from an `Arena<A>`,
-        // which is `repr(C)` with its `RawArena` first, so the data pointer of `self` points at
-        // that `RawArena`; the reference to `self` covers the whole `Arena<A>`.
+    fn raw(&self) -> &RawArena {
+        // SAFETY: every `ArenaRef` is made by `as_arena_ref(_mut)` of an `Arena<A>` or a
+        // `LocalArena<'_, A>`, both `repr(C)` with their `RawArena` first, so the data pointer of
+        // `self` points at that `RawArena`; the reference to `self` covers the whole value.
         unsafe { &*(self as *const ArenaRef<'a>).cast::<RawArena>() }
     }
 
     #[inline(always)]
-    pub(crate) fn src(&self) -> &dyn ChunkSource {
+    fn src(&self) -> &(dyn ChunkSource + 'a) {
         &self.source
     }
+}
 
+impl<'a> ArenaRef<'a> {
     /// Runs `f` in a child scope. Everything allocated inside is freed when `f` returns or
     /// unwinds: the position goes back exactly to where it was (`used_bytes` is as before), and
     /// chunks taken inside are kept for reuse by the parent.
@@ -109,9 +118,10 @@ impl<'a> ArenaRef<'a> {
 
 impl<'a> ArenaRef<'a> {
     /// Starts a scope that lasts until the returned guard is dropped: the form for scopes that
-    /// do not fit a closure. Allocate through [`ScopeGuard::scope`]; dropping the guard (also
-    /// during unwinding) restores the position exactly as
-    /// [`with_scope`](ArenaRef::with_scope) does.
+    /// do not fit a closure. Allocate through the guard itself or through one binding of
+    /// [`ScopeGuard::scope`] (calling `guard.scope()` again while a result of the first call is
+    /// alive does not compile); dropping the guard (also during unwinding) restores the position
+    /// exactly as [`with_scope`](ArenaRef::with_scope) does.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();
@@ -167,11 +177,25 @@ impl<'a> ArenaRef<'a> {
 /// A scope that lasts until the guard is dropped; from [`ArenaRef::scope_guard`] or
 /// [`Arena::scope_guard`](crate::Arena::scope_guard).
 ///
-/// The guard hands out the scope through [`scope`](ScopeGuard::scope) and
-/// [`as_arena_ref`](ScopeGuard::as_arena_ref), whose allocations borrow the guard: it cannot be
-/// dropped (restoring the position) while any of them is alive. (It does not implement `Deref`
-/// to `ArenaRef`: allocations through such a deref would outlive the guard.) The parent stays
-/// mutably borrowed while the guard lives, so its collections cannot grow or free meanwhile.
+/// The guard allocates itself ([`BumpAlloc`](crate::BumpAlloc)) and hands out the scope through
+/// [`scope`](ScopeGuard::scope) and [`as_arena_ref`](ScopeGuard::as_arena_ref); every allocation
+/// borrows the guard: it cannot be dropped (restoring the position) while any of them is alive.
+/// (It does not implement `Deref` to `ArenaRef`: allocations through such a deref would outlive
+/// the guard.) The parent stays mutably borrowed while the guard lives, so its collections cannot
+/// grow or free meanwhile.
+///
+/// ```
+/// use arena_pool::Arena;
+///
+/// let mut arena = Arena::new();
+/// {
+///     let guard = arena.scope_guard();
+///     let a = guard.alloc(1u32);
+///     let b = guard.alloc_str("two"); // `a` is still alive: both borrow the guard shared
+///     assert_eq!((*a, &*b), (1, "two"));
+/// } // both are freed here
+/// assert_eq!(arena.used_bytes(), 0);
+/// ```
 ///
 /// Forgetting the guard (`mem::forget`) is safe: the scope's memory then stays used until the
 /// arena is reset.
@@ -181,7 +205,22 @@ pub struct ScopeGuard<'p> {
 }
 
 impl<'p> ScopeGuard<'p> {
-    /// The scope, for allocating and for nested scopes.
+    /// The scope, for allocating and for nested scopes. It borrows the guard mutably, so call it
+    /// once and keep the binding: `guard.scope().alloc(..)` twice fails to compile while the
+    /// first result is alive (E0499), where the binding (or the guard itself, or
+    /// [`as_arena_ref`](ScopeGuard::as_arena_ref)) serves both.
+    ///
+    /// ```
+    /// use arena_pool::Arena;
+    ///
+    /// let mut arena = Arena::new();
+    /// let mut guard = arena.scope_guard();
+    /// let scope = guard.scope(); // one binding for everything the scope allocates
+    /// let a = scope.alloc(1u32);
+    /// let b = scope.alloc(2u32);
+    /// let c = scope.with_scope(|inner| *inner.alloc(3u32)); // nested scopes too
+    /// assert_eq!(*a + *b + c, 6);
+    /// ```
     pub fn scope<'g>(&'g mut self) -> &'g mut ArenaRef<'g> {
         // SAFETY: blocks allocated through the result borrow the guard (see `scope_guard`).
         unsafe { shorten(self.arena) }
@@ -190,6 +229,20 @@ impl<'p> ScopeGuard<'p> {
     /// The scope, shared: allocations through it borrow the guard.
     pub fn as_arena_ref(&self) -> &ArenaRef<'_> {
         self.arena
+    }
+}
+
+impl<'p> OnRaw for ScopeGuard<'p> {
+    type Src = dyn ChunkSource + 'p;
+
+    #[inline(always)]
+    fn raw(&self) -> &RawArena {
+        self.arena.raw()
+    }
+
+    #[inline(always)]
+    fn src(&self) -> &(dyn ChunkSource + 'p) {
+        self.arena.src()
     }
 }
 
@@ -239,5 +292,4 @@ impl fmt::Debug for ArenaRef<'_> {
     }
 }
 
-super::typed::typed_api!(impl['a] ArenaRef<'a>, 'a, no_examples);
 super::stats::stats_api!(impl['a] ArenaRef<'a>);

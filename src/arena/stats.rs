@@ -36,8 +36,8 @@ pub struct ArenaStats {
     pub allocation_limit: Option<usize>,
 }
 
-/// The statistics methods, for `Arena` and `ArenaRef` alike (the type needs a private
-/// `raw(&self) -> &RawArena`).
+/// The statistics methods, for `Arena`, `ArenaRef` and `LocalArena` alike (the type needs
+/// private `raw(&self) -> &RawArena` and `src(&self)`, the limit's owner, a `ChunkSource`).
 macro_rules! stats_api {
     (impl[$($generics:tt)*] $ty:ty) => {
         impl<$($generics)*> $ty {
@@ -72,10 +72,19 @@ macro_rules! stats_api {
                 self.raw().chunk_capacity()
             }
 
-            /// The allocation limit, if one is set.
+            /// The allocation limit, if one is set: the arena's (a scope shares its arena's, a
+            /// `LocalArena` its `SyncArena`'s).
             #[inline]
             pub fn allocation_limit(&self) -> Option<usize> {
-                self.raw().allocation_limit()
+                $crate::arena::ChunkSource::allocation_limit(self.src())
+            }
+
+            /// Whether the `Allocator` methods panic at the allocation limit instead of returning
+            /// `Err(AllocError)`: what `set_panic_on_limit` was given on the arena (`Arena`'s or
+            /// `SyncArena`'s), which a scope and a `LocalArena` follow.
+            #[inline]
+            pub fn panics_on_limit(&self) -> bool {
+                $crate::arena::ChunkSource::panics_on_limit(self.src())
             }
 
             /// All the statistics at once.
@@ -89,7 +98,7 @@ macro_rules! stats_api {
                     allocated_bytes: raw.allocated_bytes(),
                     allocated_bytes_including_metadata: raw.allocated_bytes_including_metadata(),
                     chunk_capacity: raw.chunk_capacity(),
-                    allocation_limit: raw.allocation_limit(),
+                    allocation_limit: self.allocation_limit(),
                 }
             }
         }

@@ -565,7 +565,7 @@ pub struct SizeClassPool<A: Allocator = Global> {
 
 // SAFETY: the pool exclusively owns its pages and points only into them; handed-out blocks
 // borrow it, so none is alive when it moves. The pages are freed through `A` on the thread that
-// ends up owning the pool, hence `A: Send`. (Its `Cell`s keep it `!Sync`.)
+// ends up owning the pool, hence `A: Send`. (It is never `Sync`: see `crate::sharing`.)
 unsafe impl<A: Allocator + Send> Send for SizeClassPool<A> {}
 
 impl SizeClassPool {

@@ -6,11 +6,13 @@ use core::fmt;
 use core::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
+use allocator_api2::boxed::Box;
 
 use super::address_map::AddressMap;
 use super::free_list::FreeList;
 use super::slab::{Slab, SlabList};
 use crate::arena::dangling;
+use crate::error::Failure;
 use crate::reentry::BackingCall;
 
 /// The first slab holds about this many bytes of slots (at least [`MIN_SLAB_SLOTS`] slots): a
@@ -58,6 +60,22 @@ impl SlotShape {
     #[inline(always)]
     pub(crate) fn pooled(self, layout: Layout) -> bool {
         layout.size() != 0 && layout.size() <= self.size && self.fits_align(layout)
+    }
+
+    /// The panic of a strict pool's `alloc` for a `layout` that does not fit these slots, naming
+    /// both. (Not a `Failure`: that would make every arena result wider.)
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    pub(crate) fn refuse(self, layout: Layout) -> ! {
+        panic!(
+            "arena-pool: a strict pool serves only blocks that fit its slots ({} bytes, aligned \
+             to {}): a block of {} bytes aligned to {} does not",
+            self.size,
+            self.align,
+            layout.size(),
+            layout.align()
+        )
     }
 
     /// Whether a slot is aligned enough for `layout`. Slots are at least pointer-aligned, so an
@@ -120,6 +138,8 @@ pub struct Pool<A: Allocator = Global> {
     map: AddressMap,
     in_use: Cell<usize>,
     fallback_blocks: Cell<usize>,
+    /// Strict mode: layouts that do not fit a slot are refused instead of going to `alloc`.
+    strict: Cell<bool>,
     /// Slots of the first slab, and the fewest of any later one.
     first_slab_slots: usize,
     /// Set while a slab is taken from `alloc` (see [`BackingCall`]).
@@ -129,7 +149,7 @@ pub struct Pool<A: Allocator = Global> {
 
 // SAFETY: the pool exclusively owns its slabs and points only into them; handed-out blocks
 // borrow the pool, so none is alive when it moves. Moving it to another thread moves the slabs,
-// which are freed through `A` there, hence `A: Send`. (Its `Cell`s keep it `!Sync`.)
+// which are freed through `A` there, hence `A: Send`. (It is never `Sync`: see `crate::sharing`.)
 unsafe impl<A: Allocator + Send> Send for Pool<A> {}
 
 impl Pool {
@@ -159,6 +179,7 @@ impl Pool {
     /// let pool = arena_pool::Pool::with_capacity(core::alloc::Layout::new::<u64>(), 1000);
     /// assert!(pool.capacity() >= 1000);
     /// ```
+    #[track_caller]
     pub fn with_capacity(layout: Layout, capacity: usize) -> Pool {
         Pool::with_capacity_in(layout, capacity, Global)
     }
@@ -187,6 +208,7 @@ impl<A: Allocator> Pool<A> {
             map: AddressMap::new(GRANULE_SHIFT),
             in_use: Cell::new(0),
             fallback_blocks: Cell::new(0),
+            strict: Cell::new(false),
             first_slab_slots: first_slots,
             backing_call: BackingCall::new(),
             alloc,
@@ -197,6 +219,7 @@ impl<A: Allocator> Pool<A> {
     ///
     /// # Panics
     /// When the slab size overflows; calls `handle_alloc_error` when `alloc` fails.
+    #[track_caller]
     pub fn with_capacity_in(layout: Layout, capacity: usize, alloc: A) -> Pool<A> {
         let pool = Pool::new_in(layout, alloc);
         if capacity > 0 {
@@ -223,6 +246,102 @@ impl<A: Allocator> Pool<A> {
     /// The size of each slot: the most a pooled block can hold (what `allocate` reports).
     pub fn slot_size(&self) -> usize {
         self.shape.size
+    }
+
+    /// Places `value` in a slot and returns its owning [`Box`], which gives the slot back when
+    /// dropped: `Box::new_in(value, &pool)`, with the pool's own failure messages.
+    ///
+    /// A `T` that does not fit a slot (larger, or more aligned) goes to the backing allocator,
+    /// as any such layout does (counted in [`stats`](Self::stats)`().fallback_blocks`), unless
+    /// the pool is [strict](Self::set_strict).
+    ///
+    /// # Panics
+    /// In strict mode, when `T` does not fit a slot, with a message naming `T`'s layout and the
+    /// slot's. Calls `handle_alloc_error` when the backing allocator fails.
+    ///
+    /// ```
+    /// use arena_pool::Pool;
+    ///
+    /// let pool = Pool::for_type::<[u64; 4]>();
+    /// let a = pool.alloc([1u64, 2, 3, 4]);
+    /// let b = pool.alloc([5u64; 4]);
+    /// assert_eq!(a[3] + b[0], 9);
+    /// assert_eq!(pool.in_use(), 2);
+    /// drop(a); // its slot goes back on the free list
+    /// assert_eq!(pool.in_use(), 1);
+    /// ```
+    #[track_caller]
+    pub fn alloc<T>(&self, value: T) -> Box<T, &Self> {
+        match Box::try_new_in(value, self) {
+            Ok(b) => b,
+            Err(AllocError) => self.alloc_failed(Layout::new::<T>()),
+        }
+    }
+
+    /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking (in strict mode, when
+    /// `T` does not fit a slot) or calling `handle_alloc_error`. `value` is dropped then, as
+    /// `Box::try_new_in` drops it; to keep it, take the room first with
+    /// `Box::try_new_uninit_in(&pool)` and move the value in with `Box::write`.
+    ///
+    /// ```
+    /// let pool = arena_pool::Pool::for_type::<u32>();
+    /// pool.set_strict(true);
+    /// assert_eq!(pool.try_alloc(7u32).map(|b| *b), Ok(7));
+    /// assert!(pool.try_alloc([0u64; 2]).is_err()); // 16 bytes: no slot holds it
+    /// ```
+    pub fn try_alloc<T>(&self, value: T) -> Result<Box<T, &Self>, AllocError> {
+        Box::try_new_in(value, self)
+    }
+
+    /// Why an allocation of `layout` failed, as a panic naming the cause.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn alloc_failed(&self, layout: Layout) -> ! {
+        if self.refuses(layout) {
+            self.shape.refuse(layout)
+        }
+        Failure::OutOfMemory(layout).raise()
+    }
+
+    /// Strict mode: with `true`, a layout that does not fit a slot (larger than the slot, or
+    /// more aligned) is refused with `AllocError` (and [`alloc`](Self::alloc) panics saying so)
+    /// instead of going to the backing allocator. A pool that should hold only values of its
+    /// own layout then reports a wrong layout at once, instead of quietly serving it from the
+    /// backing allocator (which [`stats`](Self::stats)`().fallback_blocks` counts otherwise).
+    ///
+    /// Zero-sized layouts are served as always (no memory), blocks taken from the backing
+    /// allocator before are still freed, and growing or shrinking a block to a layout that does
+    /// not fit a slot is refused too: a `Vec` on a strict pool holds at most a slot's worth (and
+    /// its first `push` asks for room for 4 elements: reserve with `Vec::with_capacity_in`).
+    /// The pooled paths are unchanged: the mode is checked only where a layout does not fit.
+    ///
+    /// ```
+    /// use arena_pool::Pool;
+    /// use arena_pool::allocator_api2::boxed::Box;
+    ///
+    /// let pool = Pool::for_type::<u64>();
+    /// let quiet = Box::new_in([0u64; 8], &pool); // 64 bytes: from the backing allocator
+    /// assert_eq!(pool.stats().fallback_blocks, 1);
+    /// pool.set_strict(true);
+    /// assert!(Box::try_new_in([0u64; 8], &pool).is_err()); // refused now
+    /// assert!(Box::try_new_in(5u64, &pool).is_ok());
+    /// drop(quiet); // still freed through the backing allocator
+    /// assert_eq!(pool.stats().fallback_blocks, 0);
+    /// ```
+    pub fn set_strict(&self, strict: bool) {
+        self.strict.set(strict);
+    }
+
+    /// Whether the pool is strict (see [`set_strict`](Self::set_strict)).
+    pub fn is_strict(&self) -> bool {
+        self.strict.get()
+    }
+
+    /// Whether strict mode refuses `layout`: it is not empty and does not fit a slot.
+    #[inline]
+    fn refuses(&self, layout: Layout) -> bool {
+        self.strict.get() && layout.size() != 0 && !self.shape.pooled(layout)
     }
 
     /// Slots in all slabs (free, in use, or not carved yet).
@@ -572,6 +691,8 @@ impl<A: Allocator> Pool<A> {
             Ok(NonNull::slice_from_raw_parts(p, s.size))
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
+        } else if self.strict.get() {
+            Err(AllocError)
         } else {
             let block = if zeroed {
                 self.alloc.allocate_zeroed(layout)?
@@ -628,6 +749,10 @@ impl<A: Allocator> Pool<A> {
             return unsafe {
                 super::resize_in_place(p, old, new, zeroed, s.size, |p| self.rederive(p))
             };
+        }
+        if !to_slot && new.size() != 0 && self.strict.get() {
+            // Strict: `new` would go to the backing allocator (the block is unchanged).
+            return Err(AllocError);
         }
         // SAFETY: forwarded from the caller; both layouts route to `self.alloc` exactly when
         // the flag says so.

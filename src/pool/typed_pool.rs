@@ -7,6 +7,7 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
+use allocator_api2::boxed::Box;
 
 use super::slot_pool::{Pool, PoolStats, SlotShape};
 
@@ -62,6 +63,7 @@ impl<T> TypedPool<T> {
     /// let pool = arena_pool::TypedPool::<[u8; 48]>::with_capacity(100);
     /// assert!(pool.capacity() >= 100);
     /// ```
+    #[track_caller]
     pub fn with_capacity(capacity: usize) -> TypedPool<T> {
         TypedPool::with_capacity_in(capacity, Global)
     }
@@ -91,6 +93,7 @@ impl<T, A: Allocator> TypedPool<T, A> {
     ///
     /// # Panics
     /// As for [`with_capacity`](TypedPool::with_capacity).
+    #[track_caller]
     pub fn with_capacity_in(capacity: usize, alloc: A) -> TypedPool<T, A> {
         TypedPool {
             pool: Pool::with_capacity_in(Layout::new::<T>(), capacity, alloc),
@@ -101,6 +104,50 @@ impl<T, A: Allocator> TypedPool<T, A> {
     /// The underlying pool (its statistics, its slot layout, `T`'s).
     pub fn as_pool(&self) -> &Pool<A> {
         &self.pool
+    }
+
+    /// Places `value` in a slot and returns its owning [`Box`], which gives the slot back when
+    /// dropped: `Box::new_in(value, &pool)`.
+    ///
+    /// # Panics
+    /// Calls `handle_alloc_error` when the backing allocator fails (a `T` always fits a slot).
+    ///
+    /// ```
+    /// use arena_pool::TypedPool;
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// struct Node { value: u32, next: Option<u32> }
+    ///
+    /// let pool = TypedPool::<Node>::new();
+    /// let a = pool.alloc(Node { value: 1, next: None });
+    /// let b = pool.alloc(Node { value: 2, next: Some(1) });
+    /// assert_eq!(b.next, Some(a.value));
+    /// assert_eq!(pool.in_use(), 2);
+    /// ```
+    #[track_caller]
+    pub fn alloc(&self, value: T) -> Box<T, &Self> {
+        match Box::try_new_in(value, self) {
+            Ok(b) => b,
+            Err(AllocError) => crate::error::Failure::OutOfMemory(Layout::new::<T>()).raise(),
+        }
+    }
+
+    /// Like [`alloc`](Self::alloc), returning `Err` when the backing allocator fails (`value`
+    /// is dropped then, as `Box::try_new_in` drops it).
+    pub fn try_alloc(&self, value: T) -> Result<Box<T, &Self>, AllocError> {
+        Box::try_new_in(value, self)
+    }
+
+    /// Strict mode, as for [`Pool::set_strict`]: layouts that do not fit a slot (other than
+    /// `T`'s, through a `Vec<T, &TypedPool<T>>` say) are refused instead of going to the backing
+    /// allocator.
+    pub fn set_strict(&self, strict: bool) {
+        self.pool.set_strict(strict)
+    }
+
+    /// Whether the pool is strict (see [`set_strict`](Self::set_strict)).
+    pub fn is_strict(&self) -> bool {
+        self.pool.is_strict()
     }
 
     /// Slots in all slabs (free, in use, or not carved yet).

@@ -1,23 +1,51 @@
 //! [`LocalArena`]: one thread's handle on a [`SyncArena`], bumping without atomic operations.
 
+use core::alloc::Layout;
 use core::fmt;
+use core::ptr::NonNull;
 
 use allocator_api2::alloc::{Allocator, Global};
 
-use crate::arena::RawArena;
+use crate::ArenaRef;
+use crate::arena::{ChunkSource, OnRaw, RawArena};
+use crate::error::Failure;
 use crate::sync::SyncArena;
 
 /// A per-thread handle on a [`SyncArena`], made by [`SyncArena::local`].
 ///
 /// It takes pieces of the shared arena (one compare-and-swap each, growing geometrically like an
 /// [`Arena`](crate::Arena)'s chunks) and bumps inside them with plain loads and stores: the same
-/// fast path as `Arena`. It has `Arena`'s typed helpers and statistics and implements
-/// [`Allocator`], growing, shrinking and freeing its last block in place.
+/// fast path as `Arena`. It has the typed API ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s
+/// statistics and implements [`Allocator`], growing, shrinking and freeing its last block in
+/// place.
 ///
 /// **Its blocks belong to the `SyncArena`**: the typed helpers return references that live as
 /// long as the `&'a SyncArena` borrow, not just the handle, and dropping the handle frees
-/// nothing (it only gives the unused end of its last piece back when it can). There is no `reset`
-/// or scope here; reset the `SyncArena`.
+/// nothing (it only gives the unused end of its last piece back when it can). A `Vec` built on
+/// the handle (`Vec::new_in(&local)`) borrows the handle; [`into_slice`](crate::BumpAlloc::into_slice)
+/// turns it into a slice of the `SyncArena` borrow, which outlives the handle. There is no
+/// `reset` here (reset the `SyncArena`); scopes run on the handle's
+/// [`ArenaRef`] view ([`as_arena_ref_mut`](LocalArena::as_arena_ref_mut)).
+///
+/// ```
+/// use arena_pool::{LocalArena, SyncArena};
+/// use arena_pool::allocator_api2::vec::Vec;
+///
+/// let shared = SyncArena::new();
+/// let primes: &[u32] = {
+///     let local = shared.local();
+///     let mut v = Vec::new_in(&local);
+///     v.extend((2..30u32).filter(|n| (2..*n).all(|d| n % d != 0)));
+///     LocalArena::into_slice(v)
+/// }; // the handle is gone, the slice stays until `shared` is reset or dropped
+/// assert_eq!(primes, [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]);
+/// ```
+///
+/// **Limits are the `SyncArena`'s**: its pieces and large blocks count against the shared
+/// arena's [allocation limit](SyncArena::set_allocation_limit) (which
+/// [`allocation_limit`](Self::allocation_limit) reports), and its `Allocator` methods panic at
+/// that limit when the shared arena asks for it ([`SyncArena::set_panic_on_limit`]). As for any
+/// arena, a collection's infallible call past the limit aborts otherwise.
 ///
 /// `LocalArena` is `Send` (a thread may hand its handle to another) but never `Sync`.
 ///
@@ -49,7 +77,7 @@ pub struct LocalArena<'a, A: Allocator = Global> {
 
 // SAFETY: the handle exclusively owns its bump position and pieces (no other handle or thread
 // bumps them), and it reaches the shared arena only through `&SyncArena`, which is `Sync` when `A`
-// is; so moving the handle to another thread is sound. Its `Cell`s keep it `!Sync`.
+// is; so moving the handle to another thread is sound. It is never `Sync` (`crate::sharing`).
 unsafe impl<A: Allocator + Sync> Send for LocalArena<'_, A> {}
 
 /// The largest regular piece a handle takes (nominal bytes): pieces grow 512 B, 1 KiB, … up to
@@ -69,15 +97,124 @@ impl<'a, A: Allocator> LocalArena<'a, A> {
     pub fn shared(&self) -> &'a SyncArena<A> {
         self.shared
     }
+}
+
+impl<'a, A: Allocator> OnRaw for LocalArena<'a, A> {
+    type Src = SyncArena<A>;
 
     #[inline(always)]
-    pub(crate) fn raw(&self) -> &RawArena {
+    fn raw(&self) -> &RawArena {
         &self.raw
     }
 
     #[inline(always)]
-    pub(crate) fn src(&self) -> &'a SyncArena<A> {
+    fn src(&self) -> &SyncArena<A> {
         self.shared
+    }
+}
+
+impl<'a, A: Allocator> LocalArena<'a, A> {
+    /// The handle as an [`ArenaRef`], the view every scope hands out: what helpers written for
+    /// `&ArenaRef` take. Its typed helpers return references that live for `'a`, like the
+    /// handle's.
+    ///
+    /// ```
+    /// use arena_pool::{ArenaRef, SyncArena};
+    ///
+    /// fn word<'a>(arena: &ArenaRef<'a>, i: u32) -> &'a str {
+    ///     arena.alloc_fmt(format_args!("word{i}"))
+    /// }
+    ///
+    /// let shared = SyncArena::new();
+    /// let w = word(shared.local().as_arena_ref(), 1); // outlives the handle
+    /// assert_eq!(w, "word1");
+    /// ```
+    pub fn as_arena_ref(&self) -> &ArenaRef<'a> {
+        let src: &(dyn ChunkSource + 'a) = self;
+        // SAFETY: `ArenaRef` is a `repr(transparent)` wrapper around `dyn ChunkSource`, so the
+        // cast keeps the address and the vtable; the concrete type, `LocalArena<'a, A>`, is
+        // `repr(C)` with the `RawArena` that `ArenaRef` reads at offset 0 first, and its blocks
+        // live for `'a` (they belong to the `SyncArena`), as `ArenaRef<'a>` hands them out.
+        unsafe { &*(src as *const (dyn ChunkSource + 'a) as *const ArenaRef<'a>) }
+    }
+
+    /// The handle as a mutable [`ArenaRef`]: scopes on a handle
+    /// ([`ArenaRef::with_scope`], [`ArenaRef::scope_guard`]). A scope's blocks are given back to
+    /// the handle when it ends; the handle's other blocks stay.
+    ///
+    /// ```
+    /// use arena_pool::SyncArena;
+    ///
+    /// let shared = SyncArena::new();
+    /// let mut local = shared.local();
+    /// let kept = local.alloc_str("kept");
+    /// let scope_bytes = local.as_arena_ref_mut().with_scope(|scope| {
+    ///     scope.alloc_slice_fill_copy(1000, 0u8);
+    ///     scope.used_bytes()
+    /// });
+    /// assert!(local.used_bytes() < scope_bytes);
+    /// drop(local);
+    /// assert_eq!(kept, "kept");
+    /// ```
+    pub fn as_arena_ref_mut(&mut self) -> &mut ArenaRef<'a> {
+        let src: &mut (dyn ChunkSource + 'a) = self;
+        // SAFETY: as in `as_arena_ref`; the unique borrow of `self` becomes the unique borrow of
+        // the `ArenaRef`.
+        unsafe { &mut *(src as *mut (dyn ChunkSource + 'a) as *mut ArenaRef<'a>) }
+    }
+}
+
+impl<'x, 'a, A: Allocator> From<&'x LocalArena<'a, A>> for &'x ArenaRef<'a> {
+    /// [`LocalArena::as_arena_ref`].
+    fn from(local: &'x LocalArena<'a, A>) -> &'x ArenaRef<'a> {
+        local.as_arena_ref()
+    }
+}
+
+impl<'x, 'a, A: Allocator> From<&'x mut LocalArena<'a, A>> for &'x mut ArenaRef<'a> {
+    /// [`LocalArena::as_arena_ref_mut`].
+    fn from(local: &'x mut LocalArena<'a, A>) -> &'x mut ArenaRef<'a> {
+        local.as_arena_ref_mut()
+    }
+}
+
+/// The source an [`ArenaRef`] view of the handle calls through its vtable: the shared arena's
+/// pieces and large blocks, as for the handle itself.
+impl<A: Allocator> ChunkSource for LocalArena<'_, A> {
+    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.shared.allocate_chunk(layout)
+    }
+
+    unsafe fn deallocate_chunk(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shared.deallocate_chunk(ptr, layout) }
+    }
+
+    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.shared.allocate_large(layout)
+    }
+
+    unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shared.deallocate_large(ptr, layout) }
+    }
+
+    unsafe fn resize_large(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, Failure> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shared.resize_large(ptr, old, new) }
+    }
+
+    fn allocation_limit(&self) -> Option<usize> {
+        self.shared.allocation_limit()
+    }
+
+    fn panics_on_limit(&self) -> bool {
+        self.shared.panics_on_limit()
     }
 }
 
@@ -102,5 +239,4 @@ impl<A: Allocator> fmt::Debug for LocalArena<'_, A> {
     }
 }
 
-crate::arena::typed_api!(impl['a, A: Allocator] LocalArena<'a, A>, 'a, no_examples);
 crate::arena::stats_api!(impl['a, A: Allocator] LocalArena<'a, A>);

@@ -9,8 +9,9 @@ use alloc::vec::Vec;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
-use super::shim::{AtomicUsize, Me, Ordering, ReentrantLock};
+use super::shim::{AtomicBool, AtomicUsize, Me, Ordering, ReentrantLock};
 use crate::arena::dangling;
+use crate::error::Failure;
 use crate::pool::{Pool, PoolStats, SlotShape, relocate, resize_in_place};
 
 /// A thread-safe pool of fixed-size slots: [`Pool`]'s behaviour through `&SyncPool` from any
@@ -69,6 +70,8 @@ struct Shared<A: Allocator> {
     shape: SlotShape,
     /// Blocks of layouts that do not fit a slot, held from the backing allocator.
     fallback: AtomicUsize,
+    /// Strict mode: layouts that do not fit a slot are refused (see `SyncPool::set_strict`).
+    strict: AtomicBool,
     alloc: A,
 }
 
@@ -168,6 +171,7 @@ impl<A: Allocator> SyncPool<A> {
             slot_layout: layout,
             shape: SlotShape::for_layout(layout),
             fallback: AtomicUsize::new(0),
+            strict: AtomicBool::new(false),
             alloc,
         });
         // Valid until the box is freed in `Drop`, after the shards.
@@ -206,6 +210,72 @@ impl<A: Allocator> SyncPool<A> {
     /// The number of shards.
     pub fn shard_count(&self) -> usize {
         self.shared().shards.len()
+    }
+
+    /// Places `value` in a slot and returns its owning `Box`, which gives the slot back when
+    /// dropped, on whichever thread drops it: `Box::new_in(value, &pool)`, with the pool's own
+    /// failure messages. A `T` that does not fit a slot goes to the backing allocator unless
+    /// the pool is [strict](Self::set_strict).
+    ///
+    /// # Panics
+    /// In strict mode, when `T` does not fit a slot, with a message naming `T`'s layout and the
+    /// slot's. Calls `handle_alloc_error` when the backing allocator fails.
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<[u32; 4]>();
+    /// let b = std::thread::scope(|s| s.spawn(|| pool.alloc([7u32; 4])).join().unwrap());
+    /// assert_eq!(b[3], 7);
+    /// drop(b); // freed on this thread, into the slot's shard
+    /// assert_eq!(pool.in_use(), 0);
+    /// ```
+    #[track_caller]
+    pub fn alloc<T>(&self, value: T) -> allocator_api2::boxed::Box<T, &Self> {
+        match allocator_api2::boxed::Box::try_new_in(value, self) {
+            Ok(b) => b,
+            Err(AllocError) => self.alloc_failed(Layout::new::<T>()),
+        }
+    }
+
+    /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking or calling
+    /// `handle_alloc_error` (`value` is dropped then, as `Box::try_new_in` drops it).
+    pub fn try_alloc<T>(
+        &self,
+        value: T,
+    ) -> Result<allocator_api2::boxed::Box<T, &Self>, AllocError> {
+        allocator_api2::boxed::Box::try_new_in(value, self)
+    }
+
+    /// Why an allocation of `layout` failed, as a panic naming the cause.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn alloc_failed(&self, layout: Layout) -> ! {
+        let shape = self.shared().shape;
+        if self.is_strict() && layout.size() != 0 && !shape.pooled(layout) {
+            shape.refuse(layout)
+        }
+        Failure::OutOfMemory(layout).raise()
+    }
+
+    /// Strict mode, as for [`Pool::set_strict`]: with `true`, a layout that does not fit a slot
+    /// is refused with `AllocError` (and [`alloc`](Self::alloc) panics saying so) instead of
+    /// going to the backing allocator. The pooled paths do not read it.
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::boxed::Box;
+    ///
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// pool.set_strict(true);
+    /// assert!(Box::try_new_in([0u64; 8], &pool).is_err());
+    /// assert_eq!(*pool.alloc(5u64), 5);
+    /// ```
+    pub fn set_strict(&self, strict: bool) {
+        self.shared().strict.store(strict, Ordering::Relaxed);
+    }
+
+    /// Whether the pool is strict (see [`set_strict`](Self::set_strict)).
+    pub fn is_strict(&self) -> bool {
+        self.shared().strict.load(Ordering::Relaxed)
     }
 
     /// The backing allocator.
@@ -329,6 +399,8 @@ impl<A: Allocator> SyncPool<A> {
             }
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
+        } else if s.strict.load(Ordering::Relaxed) {
+            Err(AllocError)
         } else {
             let block = if zeroed {
                 s.alloc.allocate_zeroed(layout)?
@@ -380,6 +452,10 @@ impl<A: Allocator> SyncPool<A> {
                     self.with_owner(p, |pool| pool.rederive(p)).flatten()
                 })
             };
+        }
+        if !to_slot && new.size() != 0 && self.is_strict() {
+            // Strict: `new` would go to the backing allocator (the block is unchanged).
+            return Err(AllocError);
         }
         // SAFETY: forwarded from the caller; both layouts go to `alloc` exactly when neither fits
         // a slot.

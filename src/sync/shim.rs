@@ -6,9 +6,9 @@
 use crate::reentry::OnUnwind;
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use std::sync::TryLockError;
 

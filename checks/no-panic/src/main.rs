@@ -3,9 +3,8 @@
 //! Each function below wraps one method (generic ones instantiated with a few types, closures
 //! and iterators that cannot panic themselves) in `#[no_panic]`, which makes linking fail when
 //! the optimizer cannot remove every path to a panic from the function (the error names the
-//! function). Covered: the `try_` methods of `Arena`, `ArenaRef`, `SyncArena` (its shared path:
-//! `try_with_capacity_in`, `try_alloc`, `try_alloc_with`, `try_alloc_layout`,
-//! `try_alloc_slice_copy`, `try_alloc_str`) and `LocalArena`, and the `Allocator` methods
+//! function). Covered: the `try_` methods of `Arena`, `ArenaRef`, `SyncArena` (its shared path,
+//! and `try_with_capacity_in`) and `LocalArena`, and the `Allocator` methods
 //! (`allocate`, `allocate_zeroed`, `grow`, `grow_zeroed`, `shrink`, `deallocate`) of `Arena`,
 //! `ArenaRef`, `Pool`, `TypedPool`, `SizeClassPool`, `SyncArena`, `LocalArena` and `SyncPool`
 //! (the sync types on the global allocator). `try_alloc_fmt` is left out: it runs the caller's
@@ -66,6 +65,8 @@ macro_rules! typed_wrappers {
         $try_alloc_slice_fill_default:ident,
         $try_alloc_slice_fill_iter_range:ident,
         $try_alloc_slice_fill_iter_slice:ident,
+        $try_alloc_slice_try_fill_with:ident,
+        $try_alloc_slice_try_fill_iter:ident,
         $try_alloc_sized_slice_fill_default:ident,
         $try_alloc_sized_slice_fill_with:ident,
         $try_alloc_sized_slice_copy:ident,
@@ -186,6 +187,22 @@ macro_rules! typed_wrappers {
         }
 
         #[no_panic]
+        pub fn $try_alloc_slice_try_fill_with<'x>(
+            a: &'x $ty,
+            n: usize,
+        ) -> Result<&'x mut [u32], AllocOrInitError<usize>> {
+            a.try_alloc_slice_try_fill_with(n, |i| if i < 9 { Ok(i as u32) } else { Err(i) })
+        }
+
+        #[no_panic]
+        pub fn $try_alloc_slice_try_fill_iter<'x>(
+            a: &'x $ty,
+            s: &[u8],
+        ) -> Result<&'x mut [u8], AllocOrInitError<u8>> {
+            a.try_alloc_slice_try_fill_iter(s.iter().map(|&b| if b != 0 { Ok(b) } else { Err(b) }))
+        }
+
+        #[no_panic]
         pub fn $try_alloc_sized_slice_fill_default<'x>(
             a: &'x $ty,
         ) -> Result<&'x mut [u64; 32], AllocError> {
@@ -231,6 +248,8 @@ macro_rules! typed_wrappers {
                 $try_alloc_slice_fill_default,
                 $try_alloc_slice_fill_iter_range,
                 $try_alloc_slice_fill_iter_slice,
+                $try_alloc_slice_try_fill_with,
+                $try_alloc_slice_try_fill_iter,
                 $try_alloc_sized_slice_fill_default,
                 $try_alloc_sized_slice_fill_with,
                 $try_alloc_sized_slice_copy,
@@ -259,6 +278,8 @@ typed_wrappers!(
     arena_try_alloc_slice_fill_default,
     arena_try_alloc_slice_fill_iter_range,
     arena_try_alloc_slice_fill_iter_slice,
+    arena_try_alloc_slice_try_fill_with,
+    arena_try_alloc_slice_try_fill_iter,
     arena_try_alloc_sized_slice_fill_default,
     arena_try_alloc_sized_slice_fill_with,
     arena_try_alloc_sized_slice_copy,
@@ -283,6 +304,8 @@ typed_wrappers!(
     arena_ref_try_alloc_slice_fill_default,
     arena_ref_try_alloc_slice_fill_iter_range,
     arena_ref_try_alloc_slice_fill_iter_slice,
+    arena_ref_try_alloc_slice_try_fill_with,
+    arena_ref_try_alloc_slice_try_fill_iter,
     arena_ref_try_alloc_sized_slice_fill_default,
     arena_ref_try_alloc_sized_slice_fill_with,
     arena_ref_try_alloc_sized_slice_copy,
@@ -307,6 +330,8 @@ typed_wrappers!(
     local_arena_try_alloc_slice_fill_default,
     local_arena_try_alloc_slice_fill_iter_range,
     local_arena_try_alloc_slice_fill_iter_slice,
+    local_arena_try_alloc_slice_try_fill_with,
+    local_arena_try_alloc_slice_try_fill_iter,
     local_arena_try_alloc_sized_slice_fill_default,
     local_arena_try_alloc_sized_slice_fill_with,
     local_arena_try_alloc_sized_slice_copy,
@@ -318,78 +343,32 @@ pub fn sync_arena_try_with_capacity_in(capacity: usize) -> Result<SyncArena, All
     SyncArena::try_with_capacity_in(capacity, Global)
 }
 
-// `SyncArena`'s shared path has a smaller typed API than `Arena` (the rest is on `LocalArena`):
-// its `try_` methods one by one.
-
-#[no_panic]
-pub fn sync_arena_try_alloc_u8(a: &SyncArena, v: u8) -> Result<&mut u8, AllocError> {
-    a.try_alloc(v)
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_u64(a: &SyncArena, v: u64) -> Result<&mut u64, AllocError> {
-    a.try_alloc(v)
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_array(
-    a: &SyncArena,
-    v: [u8; 4000],
-) -> Result<&mut [u8; 4000], AllocError> {
-    a.try_alloc(v)
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_zst(a: &SyncArena) -> Result<&mut (), AllocError> {
-    a.try_alloc(())
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_with(a: &SyncArena, v: u32) -> Result<&mut u32, AllocError> {
-    a.try_alloc_with(|| v.wrapping_mul(3))
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_layout(a: &SyncArena, l: Layout) -> Result<NonNull<u8>, AllocError> {
-    a.try_alloc_layout(l)
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_slice_copy_u8<'x>(
-    a: &'x SyncArena,
-    s: &[u8],
-) -> Result<&'x mut [u8], AllocError> {
-    a.try_alloc_slice_copy(s)
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_slice_copy_u64<'x>(
-    a: &'x SyncArena,
-    s: &[u64],
-) -> Result<&'x mut [u64], AllocError> {
-    a.try_alloc_slice_copy(s)
-}
-
-#[no_panic]
-pub fn sync_arena_try_alloc_str<'x>(a: &'x SyncArena, s: &str) -> Result<&'x mut str, AllocError> {
-    a.try_alloc_str(s)
-}
-
-/// Keeps every `SyncArena` typed wrapper in the binary.
-pub fn keep_sync_arena_typed() {
-    keep!(
-        sync_arena_try_with_capacity_in,
-        sync_arena_try_alloc_u8,
-        sync_arena_try_alloc_u64,
-        sync_arena_try_alloc_array,
-        sync_arena_try_alloc_zst,
-        sync_arena_try_alloc_with,
-        sync_arena_try_alloc_layout,
-        sync_arena_try_alloc_slice_copy_u8,
-        sync_arena_try_alloc_slice_copy_u64,
-        sync_arena_try_alloc_str
-    );
-}
+typed_wrappers!(
+    SyncArena,
+    keep_sync_arena_typed;
+    sync_arena_try_alloc_u8,
+    sync_arena_try_alloc_u64,
+    sync_arena_try_alloc_array,
+    sync_arena_try_alloc_zst,
+    sync_arena_try_alloc_with,
+    sync_arena_try_alloc_try_with,
+    sync_arena_try_alloc_layout,
+    sync_arena_try_alloc_slice_copy_u8,
+    sync_arena_try_alloc_slice_copy_u64,
+    sync_arena_try_alloc_slice_clone,
+    sync_arena_try_alloc_slice_fill_with,
+    sync_arena_try_alloc_slice_fill_copy,
+    sync_arena_try_alloc_slice_fill_clone,
+    sync_arena_try_alloc_slice_fill_default,
+    sync_arena_try_alloc_slice_fill_iter_range,
+    sync_arena_try_alloc_slice_fill_iter_slice,
+    sync_arena_try_alloc_slice_try_fill_with,
+    sync_arena_try_alloc_slice_try_fill_iter,
+    sync_arena_try_alloc_sized_slice_fill_default,
+    sync_arena_try_alloc_sized_slice_fill_with,
+    sync_arena_try_alloc_sized_slice_copy,
+    sync_arena_try_alloc_str
+);
 
 /// The wrappers of the `Allocator` methods of one type.
 macro_rules! allocator_wrappers {
@@ -551,6 +530,7 @@ fn main() {
     keep_size_class_allocator();
     keep_local_arena_typed();
     keep_sync_arena_typed();
+    keep!(sync_arena_try_with_capacity_in);
     keep_sync_arena_allocator();
     keep_local_arena_allocator();
     keep_sync_pool_allocator();

@@ -144,13 +144,13 @@ impl<A: Allocator> SyncArena<A> {
         old: Layout,
         new: Layout,
         zeroed: bool,
-    ) -> Result<NonNull<u8>, AllocError> {
+    ) -> Result<NonNull<u8>, Failure> {
         // Linked back when this fails, or when the backing allocator unwinds: it is still the
         // caller's block.
         let relink = OnUnwind::new(|| self.chunks.lock().large.reinsert(b));
-        let (block, _) = block_layout(new).ok_or(AllocError)?;
+        let (block, _) = block_layout(new).ok_or(Failure::CapacityOverflow)?;
         let q = if new.size() < LARGE_THRESHOLD || block.align() != b.layout().align() {
-            let q = self.place(new).map_err(|_| AllocError)?;
+            let q = self.place(new)?;
             // SAFETY: `q` is fresh, distinct from `b`'s data; both hold the bytes copied.
             unsafe {
                 ptr::copy_nonoverlapping(b.data().as_ptr(), q.as_ptr(), old.size().min(new.size()))
@@ -161,8 +161,7 @@ impl<A: Allocator> SyncArena<A> {
             q
         } else {
             // SAFETY: `b` is unlinked, of its layout, and `block` has its alignment.
-            let p = unsafe { self.resize_large_block(b.block(), b.layout(), block) }
-                .map_err(|_| AllocError)?;
+            let p = unsafe { self.resize_large_block(b.block(), b.layout(), block) }?;
             relink.disarm();
             // SAFETY: the block holds the old block's bytes, header included.
             let b = unsafe { Large::resized(p.cast(), block) };
