@@ -1,18 +1,22 @@
 //! The typed API as one trait, `BumpAlloc`: generic code over every arena type, the lifetime each
 //! type's references keep, the conversions between `Arena`, `ArenaRef` and `LocalArena`, a
-//! `Vec` turned into a slice that outlives its handle (`into_slice`), the fallible fills
-//! (`alloc_slice_try_fill_with`, `alloc_slice_try_fill_iter` and their `try_` forms), and
-//! allocating through a scope guard.
+//! `Vec` or `String` turned into a slice or `str` that outlives its handle (`into_slice`,
+//! `into_str`), the fallible fills (`alloc_slice_try_fill_with`, `alloc_slice_try_fill_iter` and
+//! their `try_` forms), and allocating through a scope guard.
 //!
 //! Runs under Miri (both borrow models): drop counters check that nothing is dropped twice or
 //! leaked, and the sizes are small.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use std::cell::Cell;
+use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use arena_pool::allocator_api2::vec::Vec;
-use arena_pool::{AllocError, AllocOrInitError, Arena, ArenaRef, BumpAlloc, LocalArena, SyncArena};
+use arena_pool::collections::String;
+use arena_pool::{
+    AllocError, AllocOrInitError, Arena, ArenaRef, BumpAlloc, LocalArena, SyncArena, format_in,
+};
 
 thread_local! {
     /// Drops of `Counted` values on this thread.
@@ -301,6 +305,44 @@ fn into_slice_gives_the_unused_capacity_back() {
         // The scope is free for a nested scope while the slice lives.
         let n = scope.with_scope(|inner| inner.alloc_slice_fill_copy(8, 0u8).len());
         assert_eq!((s[0], n), (5, 8));
+    });
+}
+
+#[test]
+fn into_str_outlives_the_handle_and_gives_capacity_back() {
+    let shared = SyncArena::new();
+    let (greeting, numbers) = {
+        let local = shared.local();
+        let mut s = format_in!(&local, "hello");
+        s.push_str(", world");
+        let greeting = LocalArena::into_str(s);
+        let mut n = String::with_capacity_in(256, &local);
+        for i in 0..5 {
+            write!(n, "{i} ").unwrap();
+        }
+        (greeting, LocalArena::into_str(n))
+    };
+    // The handle is gone: a second handle does not reuse the bytes of the first one's text.
+    let other = shared.local();
+    let fresh = other.alloc_slice_fill_copy(512, b'x');
+    assert!(fresh.iter().all(|&b| b == b'x'));
+    greeting.make_ascii_uppercase();
+    assert_eq!((&*greeting, &*numbers), ("HELLO, WORLD", "0 1 2 3 4 "));
+
+    // On an `Arena`: the unused capacity of the last block is given back.
+    let arena = Arena::new();
+    arena.alloc(1u8);
+    let mut s = String::with_capacity_in(100, &arena);
+    s.push_str("abc");
+    let used = arena.used_bytes();
+    assert_eq!(Arena::into_str(s), "abc");
+    assert_eq!(arena.used_bytes(), used - 97);
+    // In a scope, the text lives as long as the scope.
+    let mut arena = Arena::new();
+    arena.with_scope(|scope| {
+        let t = ArenaRef::into_str(format_in!(&*scope, "{}-{}", 1, 2));
+        let n = scope.with_scope(|inner| inner.alloc_str("nested").len());
+        assert_eq!((&*t, n), ("1-2", 6));
     });
 }
 

@@ -878,6 +878,33 @@ pub trait BumpAlloc: Core {
         // exit and drop end that lifetime first. See `out`.
         unsafe { out(NonNull::slice_from_raw_parts(ptr, len)) }
     }
+
+    /// Turns a [`String`](crate::collections::String) built in this arena into a `str` that
+    /// lives as long as the arena's blocks, as [`into_slice`](BumpAlloc::into_slice) does for a
+    /// `Vec` (the unused capacity is given back when the text is the arena's last block). For a
+    /// [`LocalArena`](crate::LocalArena) the text outlives the handle.
+    ///
+    /// ```
+    /// use arena_pool::{LocalArena, SyncArena, format_in};
+    ///
+    /// let shared = SyncArena::new();
+    /// let greeting: &str = {
+    ///     let local = shared.local();
+    ///     let mut s = format_in!(&local, "hello");
+    ///     s.push_str(", world");
+    ///     LocalArena::into_str(s)
+    /// }; // the handle is gone; the text lives until `shared` is reset or dropped
+    /// assert_eq!(greeting, "hello, world");
+    /// ```
+    fn into_str<'s, 'r>(s: crate::collections::String<&'s Self>) -> &'r mut str
+    where
+        &'s Self: Allocator,
+        Self::Blocks<'s>: 'r,
+    {
+        let bytes = Self::into_slice(s.into_bytes());
+        // SAFETY: the bytes of a `String`, which are valid UTF-8 (its invariant), unchanged.
+        unsafe { core::str::from_utf8_unchecked_mut(bytes) }
+    }
 }
 
 /// The panicking API's answer to an internal result: the reference, or a panic naming the cause.
@@ -916,7 +943,8 @@ unsafe fn fallible<'r, T: ?Sized>(r: Result<NonNull<T>, Failure>) -> Result<&'r 
 ///
 /// `impl[generics] Type, 'r` expands the forwarders for `Type`, whose references live for `'r`:
 /// `'_` (the borrow of `self`) or the view's lifetime. A trailing `into_slice` adds
-/// [`BumpAlloc::into_slice`] (for the types whose `&Self` is an `Allocator`).
+/// [`BumpAlloc::into_slice`] and [`BumpAlloc::into_str`] (for the types whose `&Self` is an
+/// `Allocator`).
 ///
 /// A method added to the trait gets its forwarder here: one entry, a one-line description (the
 /// documentation lives on the trait) and the signature with `$r` for the references' lifetime.
@@ -1032,6 +1060,13 @@ macro_rules! inherent_forwarders {
                 #[inline(always)]
                 pub fn $into_slice<T>(vec: Vec<T, &Self>) -> &$r mut [T] {
                     <Self as BumpAlloc>::$into_slice(vec)
+                }
+
+                /// [`BumpAlloc::into_str`]: a `String` built in the arena as a `str` as
+                /// long-lived as the arena's blocks.
+                #[inline(always)]
+                pub fn into_str(s: crate::collections::String<&Self>) -> &$r mut str {
+                    <Self as BumpAlloc>::into_str(s)
                 }
             )?
         }
