@@ -212,7 +212,8 @@ impl ArenaState<'_> {
                 hs.allocated_bytes <= hs.allocated_bytes_including_metadata,
                 "handle {k}: {hs:?}"
             );
-            assert_eq!(hs.allocation_limit, None, "handle {k}: {hs:?}");
+            // A handle reports its shared arena's limit (it has none of its own).
+            assert_eq!(hs.allocation_limit, self.limit, "handle {k}: {hs:?}");
             // A handle's pieces count in full in the shared arena's `used_bytes`; its large
             // blocks, outside the chunks, do not.
             inside += hs.allocated_bytes_including_metadata - hs.large_bytes;
