@@ -322,11 +322,12 @@ pub(crate) unsafe fn shrink_to_len<T, C: Core + ?Sized>(
     cap: usize,
 ) -> NonNull<T> {
     if size_of::<T>() != 0 && cap > len {
-        // SAFETY: the caller's block of `cap` elements (a valid array layout, as it was
-        // allocated); a shrink with the same alignment never moves a bump block and, when it
-        // fails, leaves the block as it was.
-        let shrunk =
-            unsafe { core.core_shrink(ptr.cast(), array_layout::<T>(cap), array_layout::<T>(len)) };
+        // SAFETY: the block was allocated for `cap` elements, so both array layouts (`len` is
+        // smaller) were valid.
+        let (old, new) = unsafe { (array_layout::<T>(cap), array_layout::<T>(len)) };
+        // SAFETY: the caller's block of `old`; a shrink with the same alignment never moves a
+        // bump block and, when it fails, leaves the block as it was.
+        let shrunk = unsafe { core.core_shrink(ptr.cast(), old, new) };
         if let Ok(p) = shrunk {
             return p.cast();
         }

@@ -131,10 +131,10 @@ impl<'a, A: Allocator> LocalArena<'a, A> {
     /// ```
     pub fn as_arena_ref(&self) -> &ArenaRef<'a> {
         let src: &(dyn ChunkSource + 'a) = self;
-        // SAFETY: `ArenaRef` is a `repr(transparent)` wrapper around `dyn ChunkSource`, so the
-        // cast keeps the address and the vtable; the concrete type, `LocalArena<'a, A>`, is
-        // `repr(C)` with the `RawArena` that `ArenaRef` reads at offset 0 first, and its blocks
-        // live for `'a` (they belong to the `SyncArena`), as `ArenaRef<'a>` hands them out.
+        // `ArenaRef` is a `repr(transparent)` wrapper around `dyn ChunkSource`, and the concrete
+        // type, `LocalArena<'a, A>`, is `repr(C)` with the `RawArena` that `ArenaRef` reads first.
+        // SAFETY: the cast keeps the address and the vtable (see above); the handle's blocks live
+        // for `'a` (they belong to the `SyncArena`), as `ArenaRef<'a>` hands them out.
         unsafe { &*(src as *const (dyn ChunkSource + 'a) as *const ArenaRef<'a>) }
     }
 
