@@ -346,7 +346,13 @@ fn grow_large_past_limit<A: Allocator + Copy>(
     limit: usize,
 ) {
     let mut v: Vec<u8, A> = Vec::with_capacity_in(big, alloc);
-    v.resize(big, 7);
+    // Filled in one piece: `resize` (and allocator-api2's `extend_from_slice`) write a byte at a
+    // time, which Miri interprets one by one.
+    // SAFETY: `with_capacity_in(big)` made room for `big` bytes, all written before `set_len`.
+    unsafe {
+        v.as_mut_ptr().write_bytes(7, big);
+        v.set_len(big);
+    }
     let before = held();
     let payload = catch_unwind(AssertUnwindSafe(|| v.reserve_exact(big))).unwrap_err();
     assert_panic_of(payload, limit);

@@ -281,14 +281,14 @@ fn a_steady_loop_settles_in_one_chunk_and_stops_calling() {
     let mut arena = Arena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
     for _ in 0..12 {
-        cycle(&mut arena, 1000);
+        cycle(&mut arena, STEADY);
         calls.push(meter.calls());
     }
     // No call from the fourth cycle on.
     assert_eq!(calls[2], calls[11], "calls after each cycle: {calls:?}");
     assert_eq!(arena.stats().chunks, 1);
-    // 62.5 KiB a cycle: at most 96 KiB held.
-    assert_within("steady loop", meter.held(), 96 * 1024);
+    // 62.5 KiB a cycle (natively): at most 1.5x that held (96 KiB), and a chunk header.
+    assert_within("steady loop", meter.held(), STEADY * 64 * 3 / 2 + 64);
     assert_eq!(meter.held(), arena.allocated_bytes_including_metadata());
 }
 
@@ -338,7 +338,7 @@ fn a_loop_that_builds_a_large_vec_each_cycle_settles_too() {
 
 #[test]
 fn after_a_spike_the_arena_gives_back_within_eight_resets() {
-    let spike = scaled(64 * MIB, MIB) / 64;
+    let spike = scaled(64 * MIB, MIB / 2) / 64;
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     for _ in 0..4 {
