@@ -20,7 +20,7 @@
 #   BENCH_QUICK=1     warm-up 0.1 s, measurement 0.3 s, 10 samples per benchmark
 #   BENCH_ONLY=memory only the memory pass (needs neither criterion's tools nor valgrind)
 #   BENCH_SUITES="a b" only these suites, in this order (a partial report, for trials; default:
-#                     allocator_api collections typed pools memory)
+#                     allocator_api collections typed pools memory workloads)
 #   BENCH_JOBS=N      callgrind runs in parallel (default 2; counts do not depend on load)
 #   BENCH_OUT=PATH    where to write the report (default BENCHMARKS.md at the repository root)
 #   CARGO_TARGET_DIR  honoured as usual (the meter's build shares it: the feature gives its
@@ -32,7 +32,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 out=${BENCH_OUT:-$root/BENCHMARKS.md}
 jobs=${BENCH_JOBS:-2}
-read -r -a suites <<<"${BENCH_SUITES:-allocator_api collections typed pools memory}"
+read -r -a suites <<<"${BENCH_SUITES:-allocator_api collections typed pools memory workloads}"
 only=${BENCH_ONLY:-}
 case $only in
   "" | memory) ;;
@@ -426,7 +426,9 @@ on locks as callgrind runs one thread at a time). The count includes everything 
 does, the crate's reset at the end of each iteration and the loop around the calls included; it
 is divided by the case's operations (the calls, pushes, inserts, nodes, strings, blocks or
 replacements its name counts; a first allocation or a reset counts one; in the memory suite a
-buffer, a 4 KiB step of the scoped vector, a block of the reset loops). Each cell: instructions per operation and the
+buffer, a 4 KiB step of the scoped vector, a block of the reset loops; in the workloads suite a
+token, a line parsed, an edge of the graph, or of each frame's graph in the churn case; there a
+repetition holds 50 000 operations or more, so it runs once or twice). Each cell: instructions per operation and the
 ratio to the lowest of the row (bold). Instruction counts ignore cache misses and branch
 mispredictions, which the timings above include.
 

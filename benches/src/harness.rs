@@ -55,7 +55,7 @@ use std::hint::black_box;
 use std::io::Write as _;
 
 use criterion::measurement::WallTime;
-use criterion::{BatchSize, Bencher, BenchmarkGroup, BenchmarkId, Criterion};
+use criterion::{BatchSize, Bencher, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode};
 
 use crate::{fix_malloc_thresholds, meter};
 
@@ -224,6 +224,20 @@ pub struct Runner<'c> {
 }
 
 impl Runner<'_> {
+    /// For suites whose iterations are long (milliseconds each): asks criterion for flat
+    /// sampling ([`SamplingMode::Flat`]: the same number of iterations in every sample) for
+    /// every case. Criterion's default (`Auto`) picks linear sampling (1, 2, 3 ... iterations
+    /// per sample) unless the warm-up predicts it would take more than twice the measurement
+    /// time, so with long iterations the cells of one row could be sampled in different ways, or
+    /// a run could take far longer than asked. The setting belongs to the suite's benchmark
+    /// group: it applies to the cases registered after this call. The counting and memory modes
+    /// run a fixed number of cycles: there it does nothing.
+    pub fn long_running(&mut self) {
+        if let Mode::Timed(g) = &mut self.mode {
+            g.sampling_mode(SamplingMode::Flat);
+        }
+    }
+
     /// One case for one crate, with id `<suite>/<krate>/<case>` (criterion-table renders one row
     /// per case, one column per crate, in registration order). `ops` is the number of operations
     /// one run of the case does, the divisor of the instructions per operation.

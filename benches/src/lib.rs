@@ -141,6 +141,28 @@ bump_peer!(
     allocator_api2::alloc::Allocator
 );
 
+// arena-pool's size-class pool, for the `workloads` suite only: a pool has no reset, and what it
+// is measured on is its reuse of the blocks freed by one unit of work in the next. Its `reset`
+// does nothing, so a suite that leaves blocks allocated at the reset (the typed API's values,
+// `alloc_fmt`'s strings) would grow it without end: it is registered only where every unit
+// drops all it allocated before the reset, as each workload does.
+// SAFETY: the methods forward to `SizeClassPool`'s own allocator-api2 0.2 `Allocator` impl;
+// `reset` invalidates no block, which the trait allows (it *may* invalidate them).
+unsafe impl BenchAlloc for arena_pool::SizeClassPool {
+    const NAME: &'static str = "arena-pool-SizeClassPool";
+    fn new() -> Self {
+        arena_pool::SizeClassPool::new()
+    }
+    /// Nothing: the blocks of a unit of work were all freed before it (see above), and they
+    /// stay in the pool's classes for the next unit.
+    fn reset(&mut self) {}
+    forward_to!(
+        allocator_api2::alloc::Allocator,
+        Self,
+        core::convert::identity
+    );
+}
+
 /// A [`arena_pool::LocalArena`] handle on a `SyncArena` the adapter owns; `reset` drops the
 /// handle, resets the arena and takes a new handle.
 pub struct LocalHandle {
@@ -225,13 +247,19 @@ bump_peer!(
     allocator_api2_04::alloc::Allocator
 );
 
-/// What [`SystemAlloc`] calls: `System` itself in the timed and counted builds ...
+/// The type of [`MALLOC`].
 #[cfg(not(feature = "meter"))]
-const MALLOC: allocator_api2::alloc::System = allocator_api2::alloc::System;
+type MallocImpl = allocator_api2::alloc::System;
+#[cfg(feature = "meter")]
+type MallocImpl = allocator_api2::alloc::Global;
+
+/// What [`SystemAlloc`] and [`Malloc`] call: `System` itself in the timed and counted builds ...
+#[cfg(not(feature = "meter"))]
+const MALLOC: MallocImpl = allocator_api2::alloc::System;
 /// ... and in the memory meter's build the global allocator (the meter, over `System`), so that
 /// the meter sees the calls (`System` does not go through the global allocator).
 #[cfg(feature = "meter")]
-const MALLOC: allocator_api2::alloc::Global = allocator_api2::alloc::Global;
+const MALLOC: MallocImpl = allocator_api2::alloc::Global;
 
 /// The system allocator (`std::alloc::System`, glibc malloc here) as if it were an arena: it
 /// records every live block so that `reset` can free them. The bookkeeping (a `Vec` push per
@@ -315,6 +343,32 @@ impl Drop for SystemAlloc {
         let live = core::mem::take(self.live.get_mut());
         meter::unmetered(|| drop(live));
     }
+}
+
+/// The system allocator as a program uses it: every block freed by the code that allocated it,
+/// nothing recorded, and a `reset` that does nothing. For suites whose units of work free all
+/// they allocate before the reset (the `workloads` suite); elsewhere [`SystemAlloc`], whose reset
+/// frees what a case left, stands for it. (With tens of thousands of live blocks,
+/// `SystemAlloc`'s search of its list on every free would be most of the column's time.)
+#[derive(Default)]
+pub struct Malloc;
+
+// SAFETY: the methods forward to `MALLOC`'s `Allocator` impl with the caller's arguments;
+// `reset` invalidates no block, which the trait allows (it *may* invalidate them).
+unsafe impl BenchAlloc for Malloc {
+    const NAME: &'static str = "System";
+    fn new() -> Self {
+        Malloc
+    }
+    /// Nothing: the unit of work freed every block it allocated (see the type's docs).
+    fn reset(&mut self) {}
+    forward_to!(allocator_api2::alloc::Allocator, MallocImpl, malloc_of);
+}
+
+/// What [`Malloc`] forwards to.
+#[inline(always)]
+fn malloc_of(_: &Malloc) -> &'static MallocImpl {
+    &MALLOC
 }
 
 /// `&A` as an allocator-api2 0.2 [`Allocator`], so that `allocator_api2::vec::Vec` (and later
