@@ -7,7 +7,9 @@
 #   3. memory: peak bytes, bytes requested and calls into the global allocator of every case for
 #      every crate (the suites' memory mode, in a second build with the `meter` feature, whose
 #      global allocator counts: see benches/src/meter.rs);
-#   4. the machine, the toolchain, the crate versions and how malloc was set up.
+#   4. SVG charts of the three (benches/src/bin/charts.rs, with plotters): per suite, each
+#      crate's time, instructions and peak memory relative to the best crate of each row;
+#   5. the machine, the toolchain, the crate versions and how malloc was set up.
 #
 # Usage:
 #   benches/report.sh                  full run (1 s warm-up, 3 s measurement, 100 samples per
@@ -15,7 +17,8 @@
 #   BENCH_QUICK=1 benches/report.sh    short measurement times, a trial of the whole pipeline
 #   BENCH_ONLY=memory benches/report.sh
 #                                      step 3 alone (a few minutes, most of it the build): replaces
-#                                      the memory section of the existing report, keeps the rest
+#                                      the memory section of the existing report and the memory
+#                                      charts, keeps the rest
 # Environment:
 #   BENCH_QUICK=1     warm-up 0.1 s, measurement 0.3 s, 10 samples per benchmark
 #   BENCH_ONLY=memory only the memory pass (needs neither criterion's tools nor valgrind)
@@ -23,6 +26,8 @@
 #                     allocator_api collections typed pools memory workloads)
 #   BENCH_JOBS=N      callgrind runs in parallel (default 2; counts do not depend on load)
 #   BENCH_OUT=PATH    where to write the report (default BENCHMARKS.md at the repository root)
+#   BENCH_CHARTS=DIR  where to write the charts (default benches/charts; the report links them
+#                     by that path from the repository root)
 #   CARGO_TARGET_DIR  honoured as usual (the meter's build shares it: the feature gives its
 #                     artifacts other names, so neither build replaces the other)
 # Needs: cargo (installs cargo-criterion and criterion-table with `cargo install --locked` when
@@ -31,6 +36,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 out=${BENCH_OUT:-$root/BENCHMARKS.md}
+charts_dir=${BENCH_CHARTS:-$root/benches/charts}
 jobs=${BENCH_JOBS:-2}
 read -r -a suites <<<"${BENCH_SUITES:-allocator_api collections typed pools memory workloads}"
 only=${BENCH_ONLY:-}
@@ -238,8 +244,23 @@ splice_memory_section() {
   log "wrote the memory section of $out"
 }
 
+# Draws the charts of the data files given (options of benches/src/bin/charts.rs) into
+# $charts_dir, after removing the charts of the figures it redraws (`$1`: a glob of them).
+draw_charts() {
+  local old=$1
+  shift
+  mkdir -p "$charts_dir"
+  # shellcheck disable=SC2086 # the glob is meant to expand
+  rm -f "$charts_dir"/$old
+  cargo run --profile bench --quiet -p arena-pool-benches --bin charts -- "$@" \
+    --out "$charts_dir" >"$work/charts.list" 2>"$work/charts.log" \
+    || { cat "$work/charts.log" >&2; exit 1; }
+  log "charts: $(wc -l <"$work/charts.list") SVG files in $charts_dir"
+}
+
 if [[ $only == memory ]]; then
   memory_pass
+  draw_charts '*-memory.svg' --memory "$work/memory.tsv"
   splice_memory_section
   exit 0
 fi
@@ -326,6 +347,34 @@ log "callgrind: $(wc -l <"$work/counts.tsv") cases counted"
 # ---- 3. memory (see memory_pass above) ----
 memory_pass
 
+# ---- 4. charts ----
+draw_charts '*.svg' --criterion "$work/criterion.json" --counts "$work/counts.tsv" \
+  --memory "$work/memory.tsv"
+# The charts section of the report: the workloads' charts shown, every suite's linked.
+charts_md() {
+  local rel=${charts_dir#"$root"/} suite kind
+  echo "## Charts"
+  echo
+  echo "Each crate's figure relative to the best crate of each row (1.0x: the best; shorter is"
+  echo "better), drawn by \`benches/src/bin/charts.rs\` from the data of the tables below (SVG files"
+  echo "in \`$rel\`)."
+  echo
+  if [[ -f $charts_dir/workloads-time.svg ]]; then
+    for kind in time instructions memory; do
+      [[ -f $charts_dir/workloads-$kind.svg ]] \
+        && echo "![workloads: $kind]($rel/workloads-$kind.svg)" && echo
+    done
+  fi
+  for suite in "${suites[@]}"; do
+    printf -- '- **%s**:' "$suite"
+    for kind in time instructions memory; do
+      [[ -f $charts_dir/$suite-$kind.svg ]] && printf ' [%s](%s/%s-%s.svg)' "$kind" "$rel" "$suite" "$kind"
+    done
+    echo
+  done
+  echo
+}
+
 # ---- assemble ----
 # Timing cells: criterion-table compares each crate with the first column; recompute each cell's
 # ratio against the fastest crate of its row (bold), from the times it printed.
@@ -335,6 +384,7 @@ function ps(v, u) {
 }
 /^## Table of Contents/ { toc = 1 }
 toc && /^$/ && seen_entry {
+  print "- [Charts](#charts)"
   print "- [Instructions per operation](#instructions-per-operation)"
   print "- [Memory use](#memory-use)"
   print "- [Machine, toolchain and versions](#machine-toolchain-and-versions)"
@@ -411,6 +461,7 @@ malloc_line=$(grep -o 'set(M_[A-Z_]*, [^)]*)' benches/src/lib.rs | paste -sd';' 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
   awk "$fastest_awk" "$work/tables.md"
+  charts_md
   cat <<EOF
 ## Instructions per operation
 
