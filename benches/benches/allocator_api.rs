@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use allocator_api2::vec::Vec;
-use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::harness::{Driver, Runner, reset_loop, run_suite};
 use arena_pool_benches::{Api02, BenchAlloc, Layout, LocalHandle, N, SystemAlloc};
 
 #[derive(Clone, Copy)]
@@ -45,19 +45,19 @@ impl Case {
 
     fn run<A: BenchAlloc>(self, d: &mut Driver<'_, '_>) {
         match self {
-            Case::Allocate(layout) => steady::<A>(d, |a| {
+            Case::Allocate(layout) => reset_loop::<A>(d, |a| {
                 for _ in 0..N {
                     black_box(a.allocate(black_box(layout)).unwrap());
                 }
             }),
-            Case::Grow(old, new) => steady::<A>(d, |a| {
+            Case::Grow(old, new) => reset_loop::<A>(d, |a| {
                 for _ in 0..N {
                     let p = a.allocate(black_box(old)).unwrap();
                     // SAFETY: `p` was just allocated by `a` with `old`, and `new` is not smaller.
                     black_box(unsafe { a.grow(p.cast(), black_box(old), black_box(new)) }.unwrap());
                 }
             }),
-            Case::Shrink(old, new) => steady::<A>(d, |a| {
+            Case::Shrink(old, new) => reset_loop::<A>(d, |a| {
                 for _ in 0..N {
                     let p = a.allocate(black_box(old)).unwrap();
                     // SAFETY: `p` was just allocated by `a` with `old`, and `new` is not larger.
@@ -83,14 +83,14 @@ impl Case {
                 },
                 |a| a.reset(),
             ),
-            Case::VecPush => steady::<A>(d, |a| {
+            Case::VecPush => reset_loop::<A>(d, |a| {
                 let mut v = Vec::new_in(Api02(a));
                 for i in 0..N {
                     v.push(i);
                 }
                 black_box(&mut v);
             }),
-            Case::ReserveExactPush => steady::<A>(d, |a| {
+            Case::ReserveExactPush => reset_loop::<A>(d, |a| {
                 let mut v = Vec::new_in(Api02(a));
                 for i in 0..N as u32 {
                     v.reserve_exact(1);
@@ -100,15 +100,6 @@ impl Case {
             }),
         }
     }
-}
-
-/// One allocator for all iterations; each iteration runs `cycle` and then the crate's `reset`.
-fn steady<A: BenchAlloc>(d: &mut Driver<'_, '_>, mut cycle: impl FnMut(&A)) {
-    let mut a = A::new();
-    d.steady(|| {
-        cycle(&a);
-        a.reset();
-    });
 }
 
 /// One row: the case for every crate, arena-pool first (criterion-table's baseline column).

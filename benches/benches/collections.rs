@@ -11,7 +11,7 @@ use std::hint::black_box;
 
 use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
-use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::harness::{Driver, Runner, reset_loop, run_suite};
 use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{Api02, Layout, SystemAlloc, TypedAlloc};
 
@@ -58,14 +58,14 @@ impl Case {
 
     fn run<A: TypedAlloc>(self, d: &mut Driver<'_, '_>) {
         match self {
-            Case::VecPush => steady::<A>(d, |a| {
+            Case::VecPush => reset_loop::<A>(d, |a| {
                 let mut v = Vec::new_in(Api02(a));
                 for i in 0..VEC_PUSHES as u64 {
                     v.push(i);
                 }
                 black_box(&mut v);
             }),
-            Case::VecOfVecs => steady::<A>(d, |a| {
+            Case::VecOfVecs => reset_loop::<A>(d, |a| {
                 let mut outer = Vec::new_in(Api02(a));
                 for _ in 0..OUTER {
                     let mut inner = Vec::new_in(Api02(a));
@@ -76,7 +76,7 @@ impl Case {
                 }
                 black_box(&mut outer);
             }),
-            Case::HashMap => steady::<A>(d, |a| {
+            Case::HashMap => reset_loop::<A>(d, |a| {
                 let mut map = hashbrown::HashMap::with_hasher_in(MixHasher(0), Api02(a));
                 for k in 0..MAP_KEYS {
                     map.insert(k, k);
@@ -87,7 +87,7 @@ impl Case {
                 }
                 black_box((sum, &mut map));
             }),
-            Case::BoxList => steady::<A>(d, |a| {
+            Case::BoxList => reset_loop::<A>(d, |a| {
                 let mut head: Option<Box<Node<'_, A>, Api02<'_, A>>> = None;
                 for i in 0..LIST_NODES as u64 {
                     head = Some(Box::new_in(
@@ -120,7 +120,7 @@ impl Case {
                 drop(a);
                 unmetered(|| drop(layouts));
             }
-            Case::Format => steady::<A>(d, |a| {
+            Case::Format => reset_loop::<A>(d, |a| {
                 for i in 0..STRINGS {
                     black_box(a.alloc_fmt(format_args!("entry {i}: {:#x} {}", i * 7, "name")));
                 }
@@ -180,15 +180,6 @@ fn mixed_layouts(n: usize) -> std::vec::Vec<Layout> {
             Layout::from_size_align(size as usize, align).unwrap()
         })
         .collect()
-}
-
-/// One allocator for all iterations; each iteration runs `cycle` and then the crate's `reset`.
-fn steady<A: TypedAlloc>(d: &mut Driver<'_, '_>, mut cycle: impl FnMut(&A)) {
-    let mut a = A::new();
-    d.steady(|| {
-        cycle(&a);
-        a.reset();
-    });
 }
 
 /// One row: the case for every crate, arena-pool first (criterion-table's baseline column).

@@ -28,7 +28,7 @@ use std::sync::OnceLock;
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
-use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::harness::{Driver, Runner, reset_loop, run_suite};
 use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{Api02, BenchAlloc, Malloc, MixHasher, XorShift};
 
@@ -1098,7 +1098,7 @@ impl Case {
                 let src = &input.source.text[..];
                 let expected = once(&EXPECTED, || compile(src, Global));
                 assert_eq!(expected.tokens, input.source.tokens, "tokens generated");
-                steady::<A>(d, |a| {
+                reset_loop::<A>(d, |a| {
                     assert_eq!(compile(black_box(src), Api02(a)), expected);
                 });
             }
@@ -1124,7 +1124,7 @@ impl Case {
                 static EXPECTED: OnceLock<BfsSum> = OnceLock::new();
                 let edges = &input.edges[..];
                 let expected = once(&EXPECTED, || graph_frame(edges, Global));
-                steady::<A>(d, |a| {
+                reset_loop::<A>(d, |a| {
                     assert_eq!(graph_frame(black_box(edges), Api02(a)), expected);
                 });
             }
@@ -1132,21 +1132,12 @@ impl Case {
                 static EXPECTED: OnceLock<ChurnSum> = OnceLock::new();
                 let edges = &input.edges[..];
                 let expected = once(&EXPECTED, || graph_churn(edges, Global));
-                steady::<A>(d, |a| {
+                reset_loop::<A>(d, |a| {
                     assert_eq!(graph_churn(black_box(edges), Api02(a)), expected);
                 });
             }
         }
     }
-}
-
-/// One allocator for all iterations; each iteration runs `cycle` and then the crate's `reset`.
-fn steady<A: BenchAlloc>(d: &mut Driver<'_, '_>, mut cycle: impl FnMut(&A)) {
-    let mut a = A::new();
-    d.steady(|| {
-        cycle(&a);
-        a.reset();
-    });
 }
 
 /// One row: the case for every crate, arena-pool first (criterion-table's baseline column), its

@@ -57,7 +57,7 @@ use std::io::Write as _;
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, Bencher, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode};
 
-use crate::{fix_malloc_thresholds, meter};
+use crate::{BenchAlloc, fix_malloc_thresholds, meter};
 
 /// Inputs prepared per timed batch in [`Driver::batched`] (one timer read per batch instead of
 /// one per input).
@@ -208,6 +208,16 @@ impl Driver<'_, '_> {
             }
         }
     }
+}
+
+/// One allocator for all iterations of a case: each iteration runs `cycle` on it, then the
+/// crate's `reset` (the steady state of a reuse loop, as [`Driver::steady`] measures it).
+pub fn reset_loop<A: BenchAlloc>(d: &mut Driver<'_, '_>, mut cycle: impl FnMut(&A)) {
+    let mut a = A::new();
+    d.steady(|| {
+        cycle(&a);
+        a.reset();
+    });
 }
 
 enum Mode<'c> {
