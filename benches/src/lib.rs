@@ -11,6 +11,7 @@
 
 pub mod harness;
 pub mod meter;
+pub mod report_data;
 mod slots;
 mod typed;
 

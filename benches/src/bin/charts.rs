@@ -26,7 +26,8 @@ use std::process::ExitCode;
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use serde::Deserialize;
+
+use arena_pool_benches::report_data::{Id, parse_criterion_line, split_id};
 
 /// The usage text, printed for `--help` and after a usage error.
 const USAGE: &str =
@@ -188,14 +189,6 @@ impl Metric {
             Metric::Memory => format_bytes(value),
         }
     }
-}
-
-/// An id `<suite>/<crate>/<case>`, split on its first two `/`.
-#[derive(Debug, PartialEq)]
-struct Id<'a> {
-    suite: &'a str,
-    krate: &'a str,
-    case: &'a str,
 }
 
 /// One suite's values for one metric: crates and cases in order of first appearance.
@@ -396,21 +389,6 @@ fn parse_lines(
     Ok(dataset)
 }
 
-/// Splits an id on its first two `/`; each of the three parts must be non-empty.
-fn split_id(id: &str) -> Result<Id<'_>, String> {
-    let mut parts = id.splitn(3, '/');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(suite), Some(krate), Some(case))
-            if !suite.is_empty() && !krate.is_empty() && !case.is_empty() =>
-        {
-            Ok(Id { suite, krate, case })
-        }
-        _ => Err(format!(
-            "id '{id}' is not of the form <suite>/<crate>/<case>"
-        )),
-    }
-}
-
 /// Records `value` for `id`, adding the suite, crate and case where first seen. Returns whether
 /// it replaced a value already recorded for the same id.
 fn insert(suites: &mut Vec<Suite>, id: &Id<'_>, value: f64) -> bool {
@@ -435,47 +413,6 @@ fn index_of(names: &mut Vec<String>, name: &str) -> usize {
         names.push(name.to_string());
         names.len() - 1
     })
-}
-
-/// A cargo-criterion message (the fields used here; the others are ignored).
-#[derive(Deserialize)]
-struct Message {
-    reason: String,
-    id: Option<String>,
-    typical: Option<Estimate>,
-}
-
-/// One of cargo-criterion's estimates.
-#[derive(Deserialize)]
-struct Estimate {
-    estimate: f64,
-    unit: String,
-}
-
-/// Parses a line of cargo-criterion's JSON output: the id and typical time in nanoseconds of a
-/// `benchmark-complete` message, nothing for any other message.
-fn parse_criterion_line(line: &str) -> ParsedLine {
-    let message: Message =
-        serde_json::from_str(line).map_err(|e| format!("not a cargo-criterion message: {e}"))?;
-    if message.reason != "benchmark-complete" {
-        return Ok(None);
-    }
-    let id = message
-        .id
-        .ok_or("a benchmark-complete message without an \"id\"")?;
-    let typical = message
-        .typical
-        .ok_or("a benchmark-complete message without a \"typical\" estimate")?;
-    let scale = match typical.unit.as_str() {
-        "ps" => 1e-3,
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        unit => return Err(format!("unknown time unit '{unit}'")),
-    };
-    let value = non_negative(typical.estimate, "typical estimate")?;
-    Ok(Some((id, value * scale)))
 }
 
 /// Parses a line `<id>\t<operations>\t<instructions>`: the id and instructions per operation.
@@ -534,15 +471,6 @@ fn parse_integer(field: &str, name: &str) -> Result<u64, String> {
     field
         .parse()
         .map_err(|_| format!("{name} '{field}' is not an unsigned integer"))
-}
-
-/// Checks that `value` (named `name`) is a finite number, not negative.
-fn non_negative(value: f64, name: &str) -> Result<f64, String> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(value)
-    } else {
-        Err(format!("{name} {value} is not a finite number >= 0"))
-    }
 }
 
 /// Gives each crate a colour, in order of first appearance over all datasets (so a crate has the
@@ -1082,21 +1010,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_split_on_the_first_two_slashes() {
-        let id = split_id("pools/slab/fill 1000 x 32 B, free in a/b order").unwrap();
-        assert_eq!(
-            id,
-            Id {
-                suite: "pools",
-                krate: "slab",
-                case: "fill 1000 x 32 B, free in a/b order"
-            }
-        );
-        assert!(split_id("pools/slab").is_err());
-        assert!(split_id("pools//case").is_err());
-    }
-
-    #[test]
     fn long_labels_wrap_and_are_cut() {
         assert_eq!(
             wrap_label("Vec<u64> push x 100000", 44, 2),
@@ -1120,21 +1033,6 @@ mod tests {
         assert_eq!(format_count(5.126), "5.13");
         assert_eq!(format_axis_number(1.5), "1.5");
         assert_eq!(format_axis_number(2.0), "2");
-    }
-
-    #[test]
-    fn criterion_lines() {
-        let line = r#"{"reason":"benchmark-complete","id":"a/b/c (1, 2)","typical":{"estimate":2.5,"lower_bound":2.0,"upper_bound":3.0,"unit":"us"}}"#;
-        assert_eq!(
-            parse_criterion_line(line).unwrap(),
-            Some(("a/b/c (1, 2)".to_string(), 2500.0))
-        );
-        assert_eq!(
-            parse_criterion_line(r#"{"reason":"group-complete"}"#).unwrap(),
-            None
-        );
-        assert!(parse_criterion_line("{").is_err());
-        assert!(parse_criterion_line(r#"{"reason":"benchmark-complete","id":"a/b/c"}"#).is_err());
     }
 
     #[test]
