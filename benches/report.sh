@@ -6,7 +6,8 @@
 #      (the suites' counting mode, see benches/src/harness.rs);
 #   3. memory: peak bytes, bytes requested and calls into the global allocator of every case for
 #      every crate (the suites' memory mode, in a second build with the `meter` feature, whose
-#      global allocator counts: see benches/src/meter.rs);
+#      global allocator counts: see benches/src/meter.rs), and the arenas' peaks over a sweep of
+#      block counts (benches/src/bin/memory_sweep.rs);
 #   4. SVG charts of the three (benches/src/bin/charts.rs, with plotters): per suite, each
 #      crate's time, instructions and peak memory relative to the best crate of each row;
 #   5. the machine, the toolchain, the crate versions and how malloc was set up.
@@ -86,6 +87,10 @@ memory_pass() {
     log "memory: $suite done"
   done
   log "memory: $(wc -l <"$work/memory.tsv") cases metered"
+  # The arenas' peaks over a sweep of block counts (benches/src/bin/memory_sweep.rs).
+  cargo run --profile bench --quiet -p arena-pool-benches --features meter --bin memory_sweep \
+    >"$work/sweep.md" 2>"$work/sweep.log" || { cat "$work/sweep.log" >&2; exit 1; }
+  log "memory: the size sweep done"
   memory_section >"$work/memory.md"
 }
 
@@ -221,6 +226,9 @@ bumpalo and blink-alloc have no scope and no checkpoint to return to, so no cell
 
 EOF
   awk "$memory_awk" "$work/memory.tsv"
+  echo "### size sweep"
+  echo
+  cat "$work/sweep.md"
 }
 
 # BENCH_ONLY=memory: the memory section of the report replaced (or, if it has none, added before
