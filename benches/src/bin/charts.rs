@@ -445,7 +445,16 @@ fn parse_memory_line(line: &str) -> ParsedLine {
     ];
     for (index, (field, name)) in fields[1..].iter().zip(names).enumerate() {
         let optional = index == 3 || index == 4;
-        if !(optional && *field == "-") {
+        if optional && *field == "-" {
+            continue;
+        }
+        if index == 3 {
+            // Held at end can be below the start: a thread row's last frees of the case before
+            // it may come after this case started (see the memory mode's docs).
+            field
+                .parse::<i64>()
+                .map_err(|_| format!("{name} '{field}' is not an integer"))?;
+        } else {
             parse_integer(field, name)?;
         }
     }
@@ -1049,6 +1058,12 @@ mod tests {
             Some(("s/k/Vec<u64> push".to_string(), 100.0))
         );
         assert!(parse_memory_line("s/k/c\t100\t200\t3\tx\t-\t1\t1\t1").is_err());
+        // A thread row's held at end may be below its start; no other field may be negative.
+        assert_eq!(
+            parse_memory_line("s/k/c\t100\t200\t3\t-144\t-\t1\t1\t1").unwrap(),
+            Some(("s/k/c".to_string(), 100.0))
+        );
+        assert!(parse_memory_line("s/k/c\t100\t200\t3\t-144\t-1\t1\t1\t1").is_err());
     }
 
     #[test]
