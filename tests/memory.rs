@@ -484,3 +484,33 @@ fn sync_arena_large_blocks_follow_the_data_too() {
         meter.held()
     );
 }
+
+/// Peak bytes held for `n` values of `T` allocated one by one, through a `LocalArena` and through
+/// an `Arena`, each on a fresh allocator of its own.
+fn local_and_arena_peaks<T: Default>(n: usize) -> (usize, usize) {
+    let local_meter = Meter::default();
+    let shared = SyncArena::new_in(&local_meter);
+    let local = shared.local();
+    let arena_meter = Meter::default();
+    let arena = Arena::new_in(&arena_meter);
+    for _ in 0..n {
+        local.alloc(T::default());
+        arena.alloc(T::default());
+    }
+    (local_meter.peak(), arena_meter.peak())
+}
+
+#[test]
+fn a_local_handle_holds_about_what_an_arena_holds() {
+    // A handle's pieces grow like an arena's chunks; each new piece the shared arena's chunks
+    // cannot fit gets a chunk of its own size, so the two levels do not both leave a rest
+    // behind: the handle holds what an arena would, plus a chunk header per piece.
+    for n in [scaled(10_007, 1_000), scaled(100_003, 3_000)] {
+        let (local, arena) = local_and_arena_peaks::<u8>(n);
+        assert_within("LocalArena u8", local, arena * 6 / 5 + 1024);
+        let (local, arena) = local_and_arena_peaks::<u64>(n);
+        assert_within("LocalArena u64", local, arena * 6 / 5 + 1024);
+        let (local, arena) = local_and_arena_peaks::<[u8; 31]>(n);
+        assert_within("LocalArena [u8; 31]", local, arena * 6 / 5 + 1024);
+    }
+}

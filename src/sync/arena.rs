@@ -576,7 +576,20 @@ impl<A: Allocator> SyncArena<A> {
                 }
             }
         }
-        self.place_slow(layout)
+        self.place_slow(layout, false)
+    }
+
+    /// Places a [`LocalArena`]'s piece: bumped in the current chunk when it has room, else in a
+    /// new chunk of the piece's own size (or the chunk a reset planned), not a regular chunk of
+    /// the growth state. A handle's pieces grow like an arena's chunks, so a regular chunk
+    /// sized for them would keep a rest that the handle's next, larger piece does not fit:
+    /// memory held twice over, once by each level of growth.
+    fn place_piece(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        match NonNull::new(self.current.load(Ordering::Acquire)).and_then(|c| Chunk(c).bump(layout))
+        {
+            Some(p) => Ok(p),
+            None => self.place_slow(layout, true),
+        }
     }
 
     /// Under the lock: bump the chunk another thread may have installed meanwhile, else take a
@@ -587,9 +600,11 @@ impl<A: Allocator> SyncArena<A> {
     /// may allocate in this arena itself (that nested call is served like any other), and no
     /// other thread waits for it. So several threads may take a chunk at once; one that finds a
     /// chunk with room installed when it comes back keeps its own as a spare.
+    /// With `piece`, the request is a [`LocalArena`]'s piece, and a new chunk is sized for it
+    /// alone (see [`place_piece`](Self::place_piece)).
     #[cold]
     #[inline(never)]
-    fn place_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+    fn place_slow(&self, layout: Layout, piece: bool) -> Result<NonNull<u8>, Failure> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
         }
@@ -608,7 +623,7 @@ impl<A: Allocator> SyncArena<A> {
         if let Some(c) = take_spare(&mut chunks, layout) {
             return self.install(&mut chunks, c, layout);
         }
-        let (size, nominal) = self.new_chunk_size(&chunks, layout)?;
+        let (size, nominal) = self.new_chunk_size(&chunks, layout, piece)?;
         let (taken, mut chunks) = self.unlocked(chunks, size, || self.take_block(size));
         let c = taken?;
         chunks.record(size, nominal);
@@ -667,7 +682,12 @@ impl<A: Allocator> SyncArena<A> {
 
     /// The size of a new chunk for `layout`, and its nominal size for the growth state, within
     /// the limit (counting the chunks being taken by other threads).
-    fn new_chunk_size(&self, chunks: &Chunks, layout: Layout) -> Result<(usize, usize), Failure> {
+    fn new_chunk_size(
+        &self,
+        chunks: &Chunks,
+        layout: Layout,
+        piece: bool,
+    ) -> Result<(usize, usize), Failure> {
         // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
         let padded = Layout::from_size_align(
             layout
@@ -679,6 +699,11 @@ impl<A: Allocator> SyncArena<A> {
         .map_err(|_| Failure::CapacityOverflow)?;
         let (mut size, mut nominal) =
             chunk_size_for(padded, chunks.growth, false).ok_or(Failure::CapacityOverflow)?;
+        if piece {
+            // A piece gets a chunk that it fills (see `place_piece`).
+            let own = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
+            (size, nominal) = (own, own);
+        }
         // A chunk a reset planned, to hold a whole cycle.
         if chunks.plan != 0 {
             if let Some((planned, planned_nominal)) = chunks
@@ -838,7 +863,7 @@ impl<A: Allocator> fmt::Debug for SyncArena<A> {
 /// A [`LocalArena`]'s pieces: blocks of the shared arena, owned by it until reset or drop.
 impl<A: Allocator> ChunkSource for SyncArena<A> {
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
-        let p = self.place(layout)?;
+        let p = self.place_piece(layout)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
@@ -1091,7 +1116,7 @@ impl<A: Allocator> Core for SyncArena<A> {
 
     #[inline(always)]
     fn core_alloc_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.place_slow(layout)
+        self.place_slow(layout, false)
     }
 
     /// [`place`](SyncArena::place), the shared path's own allocation (an empty layout gets its
