@@ -585,8 +585,7 @@ impl<A: Allocator> SyncArena<A> {
     /// sized for them would keep a rest that the handle's next, larger piece does not fit:
     /// memory held twice over, once by each level of growth.
     fn place_piece(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        match NonNull::new(self.current.load(Ordering::Acquire)).and_then(|c| Chunk(c).bump(layout))
-        {
+        match self.core_bump(layout) {
             Some(p) => Ok(p),
             None => self.place_slow(layout, true),
         }
