@@ -34,14 +34,29 @@ impl FreeList {
     /// and at least a pointer long.
     #[inline(always)]
     pub(crate) unsafe fn push(&self, slot: NonNull<u8>) {
+        // The head is stored before the link: in a free-then-allocate loop (the pools suite's
+        // alloc + free rows, the replacement in a live set) this order measured faster.
+        let next = self.head.replace(Some(slot));
         // SAFETY: the caller gives up the slot, which is big and aligned enough for the link.
-        unsafe { slot.cast::<Option<NonNull<u8>>>().write(self.head.get()) };
-        self.head.set(Some(slot));
+        unsafe { slot.cast::<Option<NonNull<u8>>>().write(next) };
     }
 
     /// Forgets every slot (they are about to be reused or freed wholesale).
     pub(crate) fn clear(&self) {
         self.head.set(None);
+    }
+
+    /// The number of free slots on the list, counted by walking it (one read per slot): the
+    /// list keeps no length, so that `push` and `pop` store nothing but the links and the head.
+    pub(crate) fn len(&self) -> usize {
+        let mut n = 0;
+        let mut next = self.head.get();
+        while let Some(slot) = next {
+            n += 1;
+            // SAFETY: as in `pop`: a slot on the list is free and holds the link `push` wrote.
+            next = unsafe { slot.cast::<Option<NonNull<u8>>>().read() };
+        }
+        n
     }
 
     /// Takes the whole list, leaving it empty (for rebuilding it).

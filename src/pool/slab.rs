@@ -268,23 +268,25 @@ impl SlabList {
 
     /// Slots carved from each slab, in list order: all of them before the carving slab, those
     /// before `carve` in it, none after it.
-    pub(crate) fn carved_counts(&self, carve: NonNull<u8>, slot: usize) -> alloc::vec::Vec<usize> {
-        let mut counts = alloc::vec::Vec::with_capacity(self.len());
+    pub(crate) fn carved_counts(
+        &self,
+        carve: NonNull<u8>,
+        slot: usize,
+    ) -> impl Iterator<Item = usize> + '_ {
         let mut past_carving = false;
         let mut s = self.first.get();
-        while let Some(slab) = s {
-            let n = if past_carving {
+        core::iter::from_fn(move || {
+            let slab = s?;
+            s = slab.next();
+            Some(if past_carving {
                 0
             } else if Some(slab) == self.carving.get() {
                 past_carving = true;
                 (carve.addr().get() - slab.first_slot().addr().get()) / slot
             } else {
                 slab.header().slots
-            };
-            counts.push(n);
-            s = slab.next();
-        }
-        counts
+            })
+        })
     }
 
     /// The slabs' address ranges, sorted by address.

@@ -136,7 +136,6 @@ pub struct Pool<A: Allocator = Global> {
     slabs: SlabList,
     /// From a block's address to its slab (with the slab's provenance).
     map: AddressMap,
-    in_use: Cell<usize>,
     fallback_blocks: Cell<usize>,
     /// Strict mode: layouts that do not fit a slot are refused instead of going to `alloc`.
     strict: Cell<bool>,
@@ -206,7 +205,6 @@ impl<A: Allocator> Pool<A> {
             carve_end: Cell::new(NonNull::dangling()),
             slabs: SlabList::new(),
             map: AddressMap::new(GRANULE_SHIFT),
-            in_use: Cell::new(0),
             fallback_blocks: Cell::new(0),
             strict: Cell::new(false),
             first_slab_slots: first_slots,
@@ -350,8 +348,16 @@ impl<A: Allocator> Pool<A> {
     }
 
     /// Slots handed out and not freed.
+    ///
+    /// Counted when asked: the slots carved from the slabs less the free ones, found by walking
+    /// the free list (one read per free slot), so that allocating and freeing keep no count. A
+    /// statistics call, not one for a hot loop.
     pub fn in_use(&self) -> usize {
-        self.in_use.get()
+        let carved: usize = self
+            .slabs
+            .carved_counts(self.carve.get(), self.shape.size)
+            .sum();
+        carved - self.free.len()
     }
 
     /// The backing allocator.
@@ -376,7 +382,7 @@ impl<A: Allocator> Pool<A> {
             slot_size: self.shape.size,
             slot_align: self.shape.align,
             capacity: self.capacity(),
-            in_use: self.in_use.get(),
+            in_use: self.in_use(),
             slabs: self.slabs.len(),
             bytes_held: self.slabs.bytes(),
             fallback_blocks: self.fallback_blocks.get(),
@@ -387,7 +393,6 @@ impl<A: Allocator> Pool<A> {
     /// of the pool is alive (any `Box`/`Vec` on `&Pool` has ended).
     pub fn reset(&mut self) {
         self.free.clear();
-        self.in_use.set(0);
         self.slabs.restart();
         self.enter_carve_slab();
     }
@@ -405,7 +410,7 @@ impl<A: Allocator> Pool<A> {
     /// assert_eq!(pool.stats().bytes_held, 0);
     /// ```
     pub fn trim(&mut self) {
-        if self.in_use.get() == 0 {
+        if self.in_use() == 0 {
             self.free.clear();
             // SAFETY: no slot is in use, and the slabs came from `self.alloc`.
             unsafe {
@@ -419,7 +424,10 @@ impl<A: Allocator> Pool<A> {
         // A slab holds a slot in use when it has more carved slots than free ones. The free
         // slots are collected first: once slabs are released, the links stored in their slots
         // must not be read.
-        let mut live = self.slabs.carved_counts(self.carve.get(), self.shape.size);
+        let mut live: alloc::vec::Vec<usize> = self
+            .slabs
+            .carved_counts(self.carve.get(), self.shape.size)
+            .collect();
         let ranges = self.slabs.sorted_ranges(self.shape.size);
         let mut free = alloc::vec::Vec::new();
         let list = self.free.take();
@@ -480,7 +488,6 @@ impl<A: Allocator> Pool<A> {
                 }
             }
         };
-        self.in_use.set(self.in_use.get() + 1);
         #[cfg(debug_assertions)]
         {
             let (slab, i) = self.owner(p);
@@ -617,7 +624,6 @@ impl<A: Allocator> Pool<A> {
         // (the caller's pointer by `whole`'s contract, or one re-derived from the slab
         // registered for its address), and slots are pointer-sized and -aligned.
         unsafe { self.free.push(slot) };
-        self.in_use.set(self.in_use.get() - 1);
     }
 
     /// The pool's own pointer to the slot at `p`'s address, with its slab's provenance; `None`

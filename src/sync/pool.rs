@@ -361,7 +361,29 @@ impl<A: Allocator> SyncPool<A> {
         let s = self.shared();
         let me = Me::get();
         let home = me.hint() & s.mask;
-        for i in 0..s.shards.len() {
+        // The index is masked to the shard count: `get` never fails.
+        if let Some(shard) = s.shards.get(home) {
+            let pool = shard.0.lock(me);
+            if pool.owns(p) {
+                return Some(f(&pool));
+            }
+        }
+        self.with_other_owner(p, me, home, f)
+    }
+
+    /// `with_owner`'s search of the shards other than `home`, out of line: a thread's blocks are
+    /// mostly in its own shard.
+    #[cold]
+    #[inline(never)]
+    fn with_other_owner<R>(
+        &self,
+        p: NonNull<u8>,
+        me: Me,
+        home: usize,
+        f: impl FnOnce(&Pool<Backing<A>>) -> R,
+    ) -> Option<R> {
+        let s = self.shared();
+        for i in 1..s.shards.len() {
             let Some(shard) = s.shards.get((home + i) & s.mask) else {
                 continue; // never: the index is masked to the shard count
             };
