@@ -404,7 +404,9 @@ struct ClassState {
     recent_count: Cell<usize>,
     /// The most blocks `recent` keeps.
     recent_limit: usize,
-    live: Cell<usize>,
+    /// Blocks out of their pages: in use, or on the recent list. The class's blocks in use are
+    /// `out - recent_count` (see `live`), so that the recent list's two paths update one count.
+    out: Cell<usize>,
     /// From this many blocks in use, a freed block goes to `recent` with no other check: three
     /// quarters of `capacity` when the class has two pages or more (below, it may leave a page
     /// to empty), half of it with one page (below half, blocks go back to their pages).
@@ -435,7 +437,7 @@ impl ClassState {
         ClassState {
             available: Cell::new(None),
             available_tail: Cell::new(None),
-            live: Cell::new(0),
+            out: Cell::new(0),
             pages: Cell::new(0),
             bytes: Cell::new(0),
             capacity: Cell::new(0),
@@ -474,6 +476,12 @@ impl ClassState {
         } else {
             capacity.div_ceil(2)
         });
+    }
+
+    /// The class's blocks in use.
+    #[inline]
+    fn live(&self) -> usize {
+        self.out.get() - self.recent_count.get()
     }
 
     /// Takes the newest block off the recent list.
@@ -652,7 +660,7 @@ impl<A: Allocator> SizeClassPool<A> {
                 unsafe { self.release(page) };
             }
             // A class with no block in use may keep its one small page formatted in place.
-            if state.live.get() == 0 {
+            if state.live() == 0 {
                 if let Some(page) = state.available.get() {
                     self.detach(page, state);
                     // SAFETY: the class has no block in use (and its recent blocks went back
@@ -687,7 +695,7 @@ impl<A: Allocator> SizeClassPool<A> {
         for (i, (c, out)) in self.classes.iter().zip(classes.iter_mut()).enumerate() {
             *out = ClassStats {
                 block_size: class_size(i),
-                live: c.live.get(),
+                live: c.live(),
                 pages: c.pages.get(),
                 bytes: c.bytes.get(),
             };
@@ -718,7 +726,6 @@ impl<A: Allocator> SizeClassPool<A> {
         // cost a compare and keep the fallible API free of panicking paths.
         let state = self.classes.get(class).ok_or(AllocError)?;
         if let Some(p) = state.take_recent() {
-            state.live.set(state.live.get() + 1);
             #[cfg(debug_assertions)]
             if let Some(base) = self.map.get(p.addr().get()) {
                 Page(base.cast()).swap_bit(p, true);
@@ -734,7 +741,7 @@ impl<A: Allocator> SizeClassPool<A> {
         if page.is_full() {
             self.unlink(page, state);
         }
-        state.live.set(state.live.get() + 1);
+        state.out.set(state.out.get() + 1);
         #[cfg(debug_assertions)]
         page.swap_bit(p, true);
         Ok(p)
@@ -922,8 +929,8 @@ impl<A: Allocator> SizeClassPool<A> {
         let Some(state) = self.classes.get(class) else {
             return; // not a class of ours: only a broken contract gets here
         };
-        let live = state.live.get() - 1;
-        state.live.set(live);
+        // The blocks in use once this one is freed.
+        let live = state.live() - 1;
         // Kept out of its page while the class's pages are at least half in use: a class whose
         // population falls gives its blocks back to their pages, so that the pages can empty.
         // Between a half and three quarters in use (two pages or more), the class leaves a page
@@ -1009,6 +1016,7 @@ impl<A: Allocator> SizeClassPool<A> {
     /// any list), with the page's provenance.
     #[inline]
     unsafe fn return_to_page(&self, page: Page, p: NonNull<u8>, state: &ClassState) {
+        state.out.set(state.out.get() - 1);
         // SAFETY: forwarded from the caller.
         unsafe { page.push(p) };
         if page.live() == 0 {
@@ -1060,7 +1068,7 @@ impl<A: Allocator> SizeClassPool<A> {
                 // A page has room again: the class may leave one to empty again.
                 state.arm_floor();
             }
-            if state.draining.get().is_none() && state.live.get() < state.recent_floor.get() {
+            if state.draining.get().is_none() && state.live() < state.recent_floor.get() {
                 self.start_draining(state);
             }
         }
