@@ -805,7 +805,7 @@ pub struct PoolStats {
     pub slot_align: usize,
     /// Slots in all slabs.
     pub capacity: usize,
-    /// Slots handed out and not freed.
+    /// Slots handed out and not freed (counted when asked: see [`Pool::in_use`]).
     pub in_use: usize,
     /// Slabs held from the backing allocator.
     pub slabs: usize,
