@@ -3,7 +3,9 @@
 //!
 //! Invariants (DESIGN §3):
 //! - `ptr <= end`, both inside the current chunk's usable bytes (or both the dangling sentinel when
-//!   there is no chunk), and both carry the provenance of the chunk's block.
+//!   there is no chunk), and both carry the provenance of the chunk's block. `end` is the chunk's
+//!   own end, or below it: at a reset's probe (see `retention`), which only slow paths move, or at
+//!   the chunk's start while a scope has parked there (see [`RawArena::enter_scope`]).
 //! - No block of an enclosing scope ends at `ptr` while a child scope is active: entering a scope
 //!   steps the position past the parent's last block (see [`RawArena::enter_scope`]), and the
 //!   child's blocks all start after it. So "ends at `ptr`" alone identifies the current scope's
@@ -24,7 +26,7 @@ use super::chunk::{
 };
 use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::poison::{poison, unpoison};
-use super::retention::{Decision, Recent, decide};
+use super::retention::{Decision, Recent, decide, next_probe};
 use crate::error::Failure;
 use crate::reentry::{BackingCall, OnUnwind};
 
@@ -68,6 +70,25 @@ pub(crate) struct RawArena {
     plan: Cell<usize>,
     /// Usable bytes reserved by `with_capacity`: a reset never keeps less.
     reserved: Cell<usize>,
+    /// The probe a reset set on the chunk it kept, for the cycle after it (see `retention`).
+    probe: Cell<Option<Probe>>,
+}
+
+/// A reset's probe: `end` is held at `end` on `chunk` (below the chunk's own end, or at it once
+/// the cycle has reached it) while the position is there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Probe {
+    chunk: Chunk,
+    end: NonNull<u8>,
+    /// A request has met the probe (and moved it up).
+    met: bool,
+}
+
+impl Probe {
+    /// Bytes from the chunk's start to the probe: a bound on what the cycle reached there.
+    fn reached(self) -> usize {
+        self.end.addr().get() - self.chunk.start().addr().get()
+    }
 }
 
 /// A saved position: what a scope restores on exit.
@@ -159,6 +180,7 @@ impl RawArena {
             recent: Cell::new(Recent::new()),
             plan: Cell::new(0),
             reserved: Cell::new(0),
+            probe: Cell::new(None),
         }
     }
 
@@ -267,6 +289,12 @@ impl RawArena {
     ) -> Result<NonNull<u8>, Failure> {
         // Its callers, `alloc`, `allocate` and `move_last`, answer empty layouts themselves.
         debug_assert!(layout.size() != 0);
+        // A probe is met before anything else: past it, the request is a bump like any other.
+        if self.probe.get().is_some() {
+            if let Some(p) = self.pass_probe(layout) {
+                return Ok(p);
+            }
+        }
         // A backing allocator that allocates in the arena it backs reaches this point while the
         // outer call waits for it: the outer call has read the chunk ring and will link its new
         // chunk there, so the nested request must not change it.
@@ -310,6 +338,42 @@ impl RawArena {
             cur.insert_after(c);
         }
         self.enter_chunk(c, layout)
+    }
+
+    /// Moves the probe up past a request that met it (see `retention`): by a step, or to what
+    /// `layout` needs at the position, up to the chunk's own end; then bumps `layout` there.
+    /// `None` when the probe is not what stopped the request: the position is on another chunk or
+    /// parked there by a scope, the probe has reached the chunk's end, or the request does not
+    /// fit the chunk even so (the probe stays).
+    #[cold]
+    #[inline(never)]
+    fn pass_probe(&self, layout: Layout) -> Option<NonNull<u8>> {
+        let probe = self.holding_probe()?;
+        let c = probe.chunk;
+        let start = c.start().addr().get();
+        let capacity = c.end().addr().get() - start;
+        if probe.reached() == capacity {
+            return None;
+        }
+        // What the request needs of the chunk, from its start: the position, at most
+        // `align - 1` of padding, and the size.
+        let wanted = (self.ptr.get().addr().get() - start)
+            .saturating_add(layout.align() - 1)
+            .saturating_add(layout.size());
+        if wanted > capacity {
+            // It goes elsewhere (a large block, another chunk) and leaves the probe where it is.
+            return None;
+        }
+        let reached = next_probe(probe.reached(), wanted, capacity);
+        // SAFETY: `reached <= capacity`: inside the chunk's usable bytes, from its own pointer.
+        let end = unsafe { c.start().add(reached) };
+        self.probe.set(Some(Probe {
+            chunk: c,
+            end,
+            met: true,
+        }));
+        self.end.set(end);
+        self.bump(layout)
     }
 
     /// Whether `layout` is a request an empty arena serves with its first regular chunk, with no
@@ -876,7 +940,12 @@ impl RawArena {
             poison(start.as_ptr(), saved.as_ptr());
             return Ok(dangling(new.align()));
         }
-        if let Some(q) = self.bump(new) {
+        // A probe in the way moves up here, so that the block grows where it is.
+        let bumped = match self.bump(new) {
+            None if self.probe.get().is_some() => self.pass_probe(new),
+            q => q,
+        };
+        if let Some(q) = bumped {
             // SAFETY: both ranges lie in the current chunk (`q >= start`); `ptr::copy` allows
             // them to overlap. `start` is our own pointer, valid for the old block.
             unsafe { ptr::copy(start.as_ptr(), q.as_ptr(), keep) };
@@ -1147,6 +1216,8 @@ impl RawArena {
             if cp.ptr < cp.end {
                 // SAFETY: `ptr < end`, so one byte further is still inside the chunk.
                 self.ptr.set(unsafe { cp.ptr.add(1) });
+            } else if self.probe.get().is_some() && self.pass_probe(Layout::new::<u8>()).is_some() {
+                // A probe held the end: moved up, it gave the byte to step over.
             } else {
                 self.leave_current();
                 self.ptr.set(c.start());
@@ -1177,11 +1248,17 @@ impl RawArena {
             }
             return;
         };
-        poison(cp.ptr.as_ptr(), cp.end.as_ptr());
+        // A probe on that chunk may have moved up since: it only rises, and everything after `cp`
+        // is free, so the position gets the room up to it.
+        let end = match self.probe.get() {
+            Some(probe) if probe.chunk == c && probe.end > cp.end => probe.end,
+            _ => cp.end,
+        };
+        poison(cp.ptr.as_ptr(), end.as_ptr());
         poison_chunks(self.spares(c));
         self.chunk.set(cp.chunk);
         self.ptr.set(cp.ptr);
-        self.end.set(cp.end);
+        self.end.set(end);
         self.used_before.set(cp.used_before);
     }
 
@@ -1194,7 +1271,19 @@ impl RawArena {
     /// No block of this arena is used again, and `src` is the arena's source.
     #[inline]
     pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
-        let now = self.in_use().max(self.cycle_peak.replace(0));
+        let mut now = self.in_use().max(self.cycle_peak.replace(0));
+        // A cycle that ran under a probe reached no further than it in its chunk; when it met
+        // the probe, that bound is its need (its blocks may all have been given back since).
+        // One that never met it needed less than the renewal the probe stands for.
+        let probed = match self.probe.take() {
+            Some(probe) => {
+                if probe.met {
+                    now = now.max(probe.reached());
+                }
+                true
+            }
+            None => false,
+        };
         if self.large.count() != 0 {
             // SAFETY: forwarded from the caller.
             unsafe { self.release_large_since(0, src) };
@@ -1220,30 +1309,45 @@ impl RawArena {
             return;
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.reset_slow(now, need, src) }
+        unsafe { self.reset_slow(now, need, probed, src) }
     }
 
     /// The rest of [`reset`](Self::reset): several chunks, or a decision other than keeping the
-    /// only one as it is.
+    /// only one as it is. `probed`: the cycle ran under a probe.
     ///
     /// # Safety
     /// As for `reset`; the arena holds a chunk.
     #[cold]
     #[inline(never)]
-    unsafe fn reset_slow<S: ChunkSource + ?Sized>(&self, now: usize, need: usize, src: &S) {
+    unsafe fn reset_slow<S: ChunkSource + ?Sized>(
+        &self,
+        now: usize,
+        need: usize,
+        probed: bool,
+        src: &S,
+    ) {
         let Some(head) = self.head.get() else {
             return;
         };
         // The largest chunk, the first of the ring on a tie.
         let keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
         let mut recent = self.recent.get();
-        let decision = decide(
+        let mut decision = decide(
             keep.capacity(),
             recent.renewed,
             now,
             need,
             self.reserved.get(),
         );
+        // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
+        // it is kept, with a probe where the renewed chunk would end.
+        let mut probe_at = None;
+        if let Decision::Renew { capacity } = decision {
+            if !probed && capacity < keep.capacity() {
+                probe_at = Some(capacity);
+                decision = Decision::Keep { plan: 0 };
+            }
+        }
         if let Decision::Renew { .. } = decision {
             recent.renewed = true;
             self.recent.set(recent);
@@ -1264,6 +1368,16 @@ impl RawArena {
                 self.used_before.set(0);
                 self.set_current(keep);
                 self.poison_ring(keep);
+                if let Some(reached) = probe_at {
+                    // SAFETY: `reached < keep.capacity()`: inside the chunk's usable bytes.
+                    let end = unsafe { keep.start().add(reached) };
+                    self.probe.set(Some(Probe {
+                        chunk: keep,
+                        end,
+                        met: false,
+                    }));
+                    self.end.set(end);
+                }
             }
             Decision::Renew { capacity } => {
                 // Every chunk goes back first, so that the arena never holds both.
@@ -1341,6 +1455,7 @@ impl RawArena {
         // SAFETY: forwarded from the caller.
         unsafe { self.release_large_since(0, src) };
         self.chunk.set(None);
+        self.probe.set(None);
         let Some(head) = self.head.take() else { return };
         for x in chunks_until(head.next(), head) {
             // SAFETY: the caller guarantees no block is used again.
@@ -1394,9 +1509,20 @@ impl RawArena {
         &self.large
     }
 
-    /// Bytes left in the current chunk.
+    /// Bytes left in the current chunk (a probe's hold aside: it moves up as the chunk fills).
     pub(crate) fn chunk_capacity(&self) -> usize {
-        self.end.get().addr().get() - self.ptr.get().addr().get()
+        let end = match self.holding_probe() {
+            Some(probe) => probe.chunk.end(),
+            None => self.end.get(),
+        };
+        end.addr().get() - self.ptr.get().addr().get()
+    }
+
+    /// The probe, when it is what holds `end`: the position is on its chunk, not parked.
+    fn holding_probe(&self) -> Option<Probe> {
+        self.probe
+            .get()
+            .filter(|p| self.chunk.get() == Some(p.chunk) && self.end.get() == p.end)
     }
 
     /// The free bytes of the current chunk, `[ptr, end)` (empty on the sentinel).
@@ -1477,7 +1603,85 @@ pub(crate) fn raise_if_asked<'s, S: ChunkSource + ?Sized + 's>(
 
 #[cfg(test)]
 mod tests {
-    use super::address_space_ok;
+    use super::{Probe, RawArena, address_space_ok};
+
+    /// Sets a probe on the current chunk at its start, where a reset sets one after cycles that
+    /// had nothing in use at their resets (the position must be at the start).
+    fn probe_at_start(raw: &RawArena) -> super::Chunk {
+        let c = raw.chunk.get().unwrap();
+        assert_eq!(raw.ptr.get(), c.start());
+        raw.probe.set(Some(Probe {
+            chunk: c,
+            end: c.start(),
+            met: false,
+        }));
+        raw.end.set(c.start());
+        c
+    }
+
+    #[test]
+    fn a_probe_moves_up_on_every_path_and_the_reset_counts_it() {
+        let n: usize = if cfg!(miri) { 2_000 } else { 20_000 };
+        let mut arena = crate::Arena::new();
+        for i in 0..2 * n {
+            arena.alloc(i as u64);
+        }
+        // The cycle outgrew its chunks: renewed into one that holds 16n bytes.
+        arena.reset();
+        assert_eq!(arena.raw.chunks.get(), 1);
+        let c = probe_at_start(&arena.raw);
+        let capacity = c.capacity();
+        assert!(capacity >= 16 * n && arena.stats().chunk_capacity == capacity);
+
+        // A scope entered at the probe: moved up by a byte, the scope steps over it. Its slice
+        // (a large request, 8n bytes) moves the probe up rather than leaving the chunk.
+        let sum = arena.with_scope(|s| {
+            let xs = s.alloc_slice_fill_with(n, |i| i as u64);
+            xs.iter().sum::<u64>()
+        });
+        assert_eq!(sum, (n * (n - 1) / 2) as u64);
+        let probe = arena.raw.probe.get().unwrap();
+        assert!(probe.met && probe.reached() > 8 * n && probe.reached() < capacity);
+        // The exit restores the position with the room up to where the probe is now.
+        assert_eq!(arena.raw.ptr.get(), c.start());
+        assert_eq!(arena.raw.end.get(), probe.end);
+        assert_eq!(arena.stats().large_blocks, 0);
+
+        // The last block grows in place across the probe.
+        let mut v = allocator_api2::vec::Vec::with_capacity_in(n / 2, &arena);
+        v.extend((0..n / 2).map(|i| i as u64));
+        let at = v.as_ptr();
+        v.reserve_exact(n + n / 2);
+        assert_eq!((v.as_ptr(), v.capacity()), (at, 2 * n));
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        let reached = arena.raw.probe.get().unwrap().reached();
+        assert!(reached >= 16 * n);
+        drop(v);
+        assert_eq!(arena.raw.ptr.get(), c.start());
+
+        // A checkpoint taken under the probe returns with the room up to where the probe moved
+        // since (here to the chunk's end).
+        let cp = arena.checkpoint();
+        assert!(
+            arena
+                .alloc_slice_fill_copy(16 * n + 100, 7u8)
+                .iter()
+                .all(|&b| b == 7)
+        );
+        assert_eq!(arena.raw.probe.get().unwrap().end, c.end());
+        // SAFETY: nothing allocated after the checkpoint is used again.
+        unsafe { arena.reset_to(cp) };
+        assert_eq!(arena.raw.end.get(), c.end());
+
+        // Nothing is in use at the reset, but the probe says what the cycle reached: the chunk
+        // is kept, and the probe is gone.
+        assert_eq!(arena.used_bytes(), 0);
+        arena.reset();
+        assert_eq!(arena.raw.chunk.get(), Some(c));
+        assert_eq!(arena.raw.chunks.get(), 1);
+        assert!(arena.raw.probe.get().is_none());
+        assert_eq!(arena.raw.end.get(), c.end());
+    }
 
     #[test]
     fn chunks_must_lie_where_the_end_check_cannot_overflow() {

@@ -214,10 +214,19 @@ impl<A: Allocator> Arena<A> {
     /// than it holds, up to three times (with a quarter to spare instead of a sixteenth once the
     /// chunks have been renewed before: the cycles vary); should the backing allocator or the
     /// limit refuse the new chunk, the arena holds none until its next allocation. A cycle that needed far more makes
-    /// the next chunk the arena takes one sized for it. So a steady loop of "allocate, reset"
-    /// settles in one chunk of at most 1.5x its need (or the need and 128 KiB) within three
-    /// cycles and makes no backing call after that, and a cycle many times larger than the
-    /// others is forgotten after four resets.
+    /// the next chunk the arena takes one sized for it.
+    ///
+    /// An oversized chunk is not renewed at once: it is kept for one more cycle with a *probe*
+    /// where the renewed chunk would end. A cycle that reaches the probe moves it up (by a
+    /// quarter, at least 4 KiB) on a slow path and bumps on, and the probe's last place counts as
+    /// the cycle's need. So a cycle whose blocks were all given back before the reset (each
+    /// `deallocate` of the last block rolls the position back, and nothing is in use at the
+    /// reset) is measured too, and its chunk is kept.
+    ///
+    /// So a steady loop of "allocate, reset" settles in one chunk of at most 1.5x its need (or
+    /// the need and 128 KiB) within three cycles and makes no backing call after that, and a
+    /// cycle many times larger than the others is forgotten after four resets and a probed
+    /// cycle.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();

@@ -29,11 +29,24 @@
 //!   block), so that a cycle that needs it again fits in one chunk, and a single spike costs
 //!   nothing.
 //!
+//! A cycle whose blocks were all given back before its reset (a list freed from its newest node,
+//! each free rolling the position back) has nothing in use there, and when it never left its
+//! chunk no slow point saw it either: its need is not known. So a reset does not renew an
+//! oversized chunk at once: it first keeps it and **probes** the next cycle. The probe holds the
+//! chunk's end at the size the renewal would take; a cycle that reaches it takes the slow path,
+//! which moves the probe up by a step (a quarter, at least [`PROBE_STEP`], or what the request
+//! needs) up to the chunk's own end, and bumps on. The probe's last position is then a bound on
+//! what the cycle reached, rolled back or not, and counts as its need at the next reset, which
+//! renews the chunk only if it is still oversized for that. A probe costs the fast paths nothing:
+//! only the cycle after such a reset runs with one, and it meets it on paths that are already
+//! slow.
+//!
 //! So a steady loop settles in one chunk within three cycles and makes no backing call after
 //! that (a loop whose cycles vary by more than a sixteenth takes one more renewal, then one each
 //! time a cycle needs more than a quarter above the largest need before it), holding at most 1.5x a cycle's bytes plus
-//! a chunk header (or the slack above, for cycles of less than about 256 KiB); after a cycle many
-//! times larger than the others, the arena is back to that within [`WINDOW`] resets.
+//! a chunk header (or the slack above, for cycles of less than about 256 KiB), whether or not its
+//! blocks are given back before the reset; after a cycle many times larger than the others, the
+//! arena is back to that within [`WINDOW`] resets and one probed cycle.
 
 use super::large::LARGE_THRESHOLD;
 
@@ -123,6 +136,19 @@ fn planned(need: usize) -> usize {
     need.saturating_add(need / 16)
 }
 
+/// The least a probe moves up by when a cycle reaches it.
+pub(crate) const PROBE_STEP: usize = 4096;
+
+/// Where a probe at `reached` bytes from its chunk's start moves when a request that needs the
+/// chunk up to `wanted` meets it: up by a quarter (at least [`PROBE_STEP`]), or to `wanted` if
+/// that is further, and never past the chunk's `capacity`.
+pub(crate) fn next_probe(reached: usize, wanted: usize, capacity: usize) -> usize {
+    reached
+        .saturating_add((reached / 4).max(PROBE_STEP))
+        .max(wanted)
+        .min(capacity)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +161,15 @@ mod tests {
         assert_eq!(r.record(5), 100);
         assert_eq!(r.record(5), 100);
         assert_eq!(r.record(5), 5);
+    }
+
+    #[test]
+    fn a_probe_moves_up_by_a_step_or_to_the_request_within_the_chunk() {
+        assert_eq!(next_probe(0, 100, 100_000), PROBE_STEP);
+        assert_eq!(next_probe(40_000, 40_100, 100_000), 50_000);
+        assert_eq!(next_probe(40_000, 70_000, 100_000), 70_000);
+        assert_eq!(next_probe(90_000, 90_010, 100_000), 100_000);
+        assert_eq!(next_probe(90_000, usize::MAX, 100_000), 100_000);
     }
 
     #[test]
