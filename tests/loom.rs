@@ -158,6 +158,40 @@ fn local_pieces_and_give_back() {
     });
 }
 
+/// Two threads pass a reset's probe (see `retention` in the crate): the chunk a reset kept is
+/// held below its end, and each request that meets the hold raises it under the lock while the
+/// other thread bumps. Set up as the crate's unit test `probed_arena` checks that a probe is set:
+/// a spike in blocks of 32 KiB, then five resets with nothing in use.
+#[test]
+fn a_probe_passed_by_two_threads() {
+    model("a_probe_passed_by_two_threads", || {
+        let mut arena = SyncArena::new();
+        for _ in 0..8 {
+            arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+        }
+        for _ in 0..5 {
+            arena.reset();
+        }
+        let arena = Arc::new(arena);
+        let layout = Layout::from_size_align(3000, 8).unwrap();
+        let other = {
+            let arena = arena.clone();
+            thread::spawn(move || {
+                (0..2)
+                    .map(|_| Block::new(arena.allocate(layout).unwrap().cast(), 3000, 0xE5))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let mut blocks: Vec<_> = (0..2)
+            .map(|_| Block::new(arena.allocate(layout).unwrap().cast(), 3000, 0xF6))
+            .collect();
+        blocks.extend(other.join().unwrap());
+        assert_disjoint(&blocks);
+        // The chunk the reset kept holds them all.
+        assert_eq!(arena.stats().chunks, 1);
+    });
+}
+
 /// A block allocated on one thread is freed on another (into its owner's shard) while the owner
 /// allocates: the slot is reused by exactly one owner, and the counts stay exact. With two shards
 /// the threads use different ones (a remote free); with one, they contend for the same lock.

@@ -336,14 +336,14 @@ fn a_loop_that_builds_a_large_vec_each_cycle_settles_too() {
     );
 }
 
-/// One cycle of `blocks` blocks of 256 B, written, then given back newest first, so that each
-/// `deallocate` rolls the position back (once the cycle fits one chunk, nothing is in use at the
-/// reset); then a reset.
-fn given_back_cycle(arena: &mut Arena<&Meter>, blocks: usize) {
+/// One cycle of `blocks` blocks of 256 B from `arena`, written, then given back newest first, so
+/// that each `deallocate` rolls the position back (once the cycle fits one chunk, nothing is in
+/// use at the reset that follows).
+fn given_back_cycle(arena: impl Allocator, blocks: usize) {
     let layout = Layout::new::<[u64; 32]>();
     let mut live = std::vec::Vec::with_capacity(blocks);
     for i in 0..blocks {
-        let p = (*arena).allocate(layout).unwrap().cast::<[u64; 32]>();
+        let p = arena.allocate(layout).unwrap().cast::<[u64; 32]>();
         // SAFETY: a fresh block of the layout.
         unsafe { p.write([i as u64; 32]) };
         live.push(p);
@@ -352,9 +352,8 @@ fn given_back_cycle(arena: &mut Arena<&Meter>, blocks: usize) {
         // SAFETY: written above and still allocated.
         assert_eq!(unsafe { p.read() }, [i as u64; 32]);
         // SAFETY: allocated from this arena with `layout`, and not used again.
-        unsafe { (*arena).deallocate(p.cast(), layout) };
+        unsafe { arena.deallocate(p.cast(), layout) };
     }
-    arena.reset();
 }
 
 #[test]
@@ -366,7 +365,8 @@ fn a_loop_whose_blocks_are_all_given_back_before_each_reset_settles_too() {
     let mut arena = Arena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
     for _ in 0..16 {
-        given_back_cycle(&mut arena, blocks);
+        given_back_cycle(&arena, blocks);
+        arena.reset();
         calls.push(meter.calls());
     }
     assert_eq!(calls[1], calls[15], "calls after each cycle: {calls:?}");
@@ -478,6 +478,26 @@ fn sync_arena_loop_that_builds_a_large_vec_each_cycle_settles() {
     }
     assert_eq!(calls[2], calls[7], "calls after each cycle: {calls:?}");
     assert_eq!(arena.stats().chunks, 1);
+}
+
+#[test]
+fn sync_arena_loop_whose_blocks_are_all_given_back_before_each_reset_settles() {
+    let blocks = 1000;
+    let meter = Meter::default();
+    let mut arena = SyncArena::new_in(&meter);
+    let mut calls = std::vec::Vec::new();
+    for _ in 0..16 {
+        given_back_cycle(&arena, blocks);
+        arena.reset();
+        calls.push(meter.calls());
+    }
+    assert_eq!(calls[1], calls[15], "calls after each cycle: {calls:?}");
+    assert_eq!(arena.stats().chunks, 1);
+    assert_within(
+        "SyncArena given-back loop",
+        meter.held(),
+        blocks * 256 * 3 / 2 + 64,
+    );
 }
 
 #[test]

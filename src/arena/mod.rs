@@ -32,8 +32,10 @@ pub(crate) use chunk::{
 };
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
+#[cfg(test)]
+pub(crate) use retention::WINDOW;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
-pub(crate) use retention::{Decision, Recent, decide};
+pub(crate) use retention::{Decision, Recent, decide, next_probe};
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]

@@ -10,7 +10,8 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::arena::{
     ArenaStats, ChunkSource, Core, Decision, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Recent,
-    chunk_size_for, chunk_size_for_capacity, dangling, decide, min_chunk_size, refuse, satisfies,
+    chunk_size_for, chunk_size_for_capacity, dangling, decide, min_chunk_size, next_probe, refuse,
+    satisfies,
 };
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
@@ -22,6 +23,9 @@ mod large_blocks;
 struct SharedChunk {
     /// Address of the next free byte. Only moved by compare-and-swap (or under `&mut`).
     cursor: AtomicUsize,
+    /// Where bumps stop (an address): `end`, or below it while a reset's probe holds the chunk
+    /// (see `crate::arena::retention`). Only raised, under the lock; set under `&mut`.
+    limit: AtomicUsize,
     /// One past the last usable byte (an address); fixed.
     end: usize,
     /// Size of the block taken from the backing allocator; fixed.
@@ -40,7 +44,7 @@ const CHUNK_ALIGN: usize = crate::arena::CHUNK_ALIGN;
 const EXTRA_HEADER: usize = DATA_OFFSET.saturating_sub(HEADER_SIZE);
 
 /// A handle to a chunk (the block's own pointer, which carries its provenance).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Chunk(NonNull<SharedChunk>);
 
 impl Chunk {
@@ -88,8 +92,13 @@ impl Chunk {
         let mut cur = h.cursor.load(Ordering::Relaxed);
         loop {
             let pad = cur.wrapping_neg() & (layout.align() - 1);
-            // `cur <= end` always holds, and `pad + size` cannot overflow (see `RawArena::bump`).
-            if pad + layout.size() > h.end - cur {
+            // `pad + size` cannot overflow, and is at most `isize::MAX` (see `RawArena::bump`).
+            // `cur <= end`, and `limit - cur` is exact as an `isize` (both lie in one chunk). It
+            // is negative when a stale limit (read Relaxed: it only rises while threads share
+            // the arena) lies below a cursor another thread has moved past it: nothing fits
+            // then, and the request takes the locked path, which sees the latest limit.
+            let room = h.limit.load(Ordering::Relaxed).wrapping_sub(cur) as isize;
+            if (pad + layout.size()) as isize > room {
                 return None;
             }
             let start = cur + pad;
@@ -128,6 +137,19 @@ impl Chunk {
     fn capacity(&self) -> usize {
         self.header().end - self.start()
     }
+
+    /// Whether a probe holds the chunk below its end.
+    fn probed(&self) -> bool {
+        self.header().limit.load(Ordering::Relaxed) != self.header().end
+    }
+}
+
+/// A reset's probe (see `crate::arena::retention`): the chunk whose `limit` it holds.
+#[derive(Clone, Copy)]
+struct Probe {
+    chunk: Chunk,
+    /// A request has met the probe (and moved it up).
+    met: bool,
 }
 
 /// The chunk lists and accounting, guarded by the arena's lock.
@@ -167,6 +189,8 @@ struct Chunks {
     /// The most bytes the chunks were seen to hold at a roll-back of at least the large-block
     /// threshold since the last reset (what the chunks held before it, which a reset cannot see).
     chunk_peak: usize,
+    /// The probe a reset set on the chunk it kept, for the cycle after it.
+    probe: Option<Probe>,
 }
 
 impl Chunks {
@@ -292,6 +316,7 @@ impl<A: Allocator> SyncArena<A> {
                 reserved: 0,
                 large_peak: 0,
                 chunk_peak: 0,
+                probe: None,
             }),
             alloc,
         }
@@ -442,14 +467,24 @@ impl<A: Allocator> SyncArena<A> {
             c.set_next(chunks.spares);
             chunks.spares = Some(c);
         }
-        let now = in_chunks
+        let mut now = in_chunks
             .max(core::mem::take(&mut chunks.chunk_peak))
             .saturating_add(core::mem::take(&mut chunks.large_peak));
+        // A cycle that ran under a probe reached no further than it in its chunk; when it met the
+        // probe, that bound is its need (its blocks may all have been given back since). One
+        // that never met it needed less than the renewal the probe stands for.
+        let probed = chunks.probe.take().map(|probe| {
+            if probe.met {
+                let c = probe.chunk;
+                now = now.max(c.header().limit.load(Ordering::Relaxed) - c.start());
+            }
+        });
         let need = chunks.recent.record(now);
         let mut largest: Option<Chunk> = None;
         let mut spare = chunks.spares;
         while let Some(c) = spare {
             c.header().cursor.store(c.start(), Ordering::Relaxed);
+            c.header().limit.store(c.header().end, Ordering::Relaxed);
             // A `LocalArena` may have poisoned bytes of its pieces (ASan builds): the shared
             // path hands them out again as they are.
             unpoison_block(c);
@@ -464,13 +499,28 @@ impl<A: Allocator> SyncArena<A> {
         };
         chunks.spares = unlink(chunks.spares, keep);
         chunks.plan = 0;
-        let renew = match decide(
+        let mut decision = decide(
             keep.capacity(),
             chunks.recent.renewed,
             now,
             need,
             chunks.reserved,
-        ) {
+        );
+        // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
+        // it is kept, with a probe where the renewed chunk would end.
+        if let Decision::Renew { capacity } = decision {
+            if probed.is_none() && capacity < keep.capacity() {
+                keep.header()
+                    .limit
+                    .store(keep.start() + capacity, Ordering::Relaxed);
+                chunks.probe = Some(Probe {
+                    chunk: keep,
+                    met: false,
+                });
+                decision = Decision::Keep { plan: 0 };
+            }
+        }
+        let renew = match decision {
             Decision::Keep { plan } => {
                 chunks.plan = plan;
                 None
@@ -608,6 +658,11 @@ impl<A: Allocator> SyncArena<A> {
             return Ok(dangling(layout.align()));
         }
         let mut chunks = self.chunks.lock();
+        if chunks.probe.is_some() {
+            if let Some(p) = self.pass_probe(&mut chunks, layout) {
+                return Ok(p);
+            }
+        }
         // A large request is a large block unless a reset planned a chunk that holds it (a loop
         // that needs it every cycle then settles in that chunk, with no backing call).
         if layout.size() >= LARGE_THRESHOLD
@@ -654,6 +709,60 @@ impl<A: Allocator> SyncArena<A> {
         let mut chunks = self.chunks.lock();
         chunks.pending -= size;
         (result, chunks)
+    }
+
+    /// Moves the probe up past a request that met it (see `crate::arena::retention`), then bumps
+    /// `layout` in the chunk. `None` when the probe is not what stopped the request (see
+    /// [`raise_probe`](Self::raise_probe)). Only under the lock.
+    fn pass_probe(&self, chunks: &mut Chunks, layout: Layout) -> Option<NonNull<u8>> {
+        // What the request needs of the chunk: the cursor, at most `align - 1` of padding, and
+        // the size. The cursor read may be stale (other threads bump without the lock), and
+        // they may bump meanwhile: raise again until the request fits, or the probe can go no
+        // further (each raise moves it up by a step at least).
+        loop {
+            let raised = self.raise_probe(chunks, |c| {
+                Some(
+                    (c.header().cursor.load(Ordering::Relaxed) - c.start())
+                        .saturating_add(layout.align() - 1)
+                        .saturating_add(layout.size()),
+                )
+            });
+            if !raised {
+                return None;
+            }
+            if let Some(p) = self.bump_current(layout) {
+                return Some(p);
+            }
+        }
+    }
+
+    /// Moves the probe, when it holds the current chunk `c`, up by a step (a quarter, at least
+    /// `PROBE_STEP`) or to the `wanted(c)` bytes a request needs of the chunk from its start,
+    /// up to the chunk's end; returns whether it moved. It does not move when `wanted` is `None`
+    /// or more than the chunk holds (the request goes elsewhere), or when the probe has reached
+    /// the end. Only under the lock.
+    fn raise_probe(
+        &self,
+        chunks: &mut Chunks,
+        wanted: impl FnOnce(Chunk) -> Option<usize>,
+    ) -> bool {
+        let Some(probe) = chunks.probe.as_mut() else {
+            return false;
+        };
+        let c = probe.chunk;
+        // Relaxed is enough: `current` is only stored under the lock, which the caller holds.
+        if self.current.load(Ordering::Relaxed) != c.0.as_ptr() || !c.probed() {
+            return false;
+        }
+        let Some(wanted) = wanted(c).filter(|&w| w <= c.capacity()) else {
+            return false;
+        };
+        let start = c.start();
+        let limit = c.header().limit.load(Ordering::Relaxed);
+        let reached = next_probe(limit - start, wanted, c.capacity());
+        c.header().limit.store(start + reached, Ordering::Relaxed);
+        probe.met = true;
+        true
     }
 
     /// Bumps the current chunk; only under the lock (where `current` does not change).
@@ -746,6 +855,7 @@ impl<A: Allocator> SyncArena<A> {
         unsafe {
             base.write(SharedChunk {
                 cursor: AtomicUsize::new(start),
+                limit: AtomicUsize::new(base.addr().get() + size),
                 end: base.addr().get() + size,
                 size,
                 next: None,
@@ -780,7 +890,7 @@ impl<A: Allocator> SyncArena<A> {
         ) else {
             return false;
         };
-        to <= c.header().end && c.move_cursor(from, to)
+        to <= c.header().limit.load(Ordering::Relaxed) && c.move_cursor(from, to)
     }
 }
 
@@ -1033,6 +1143,11 @@ impl<A: Allocator> SyncArena<A> {
             // SAFETY: `b` is the caller's block, of `old`.
             return unsafe { self.resize_large(b, old, new, zeroed) };
         }
+        // A probe in the way moves up, so that the last block grows where it is.
+        // SAFETY: forwarded from the caller.
+        if self.raise_probe_for(p, old, new) && unsafe { self.grow_in_place(p, old, new, zeroed) } {
+            return Ok(p);
+        }
         let q = self.place(new)?;
         // The old block is not given back: `q` was bumped after it (or in a newer chunk), so it is
         // no longer the last block.
@@ -1044,6 +1159,27 @@ impl<A: Allocator> SyncArena<A> {
             unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
         }
         Ok(q)
+    }
+
+    /// Moves a probe on the current chunk up so that the block `[p, p + old)`, when it is the
+    /// chunk's last, can grow to `new` where it is; returns whether the probe moved.
+    fn raise_probe_for(&self, p: NonNull<u8>, old: Layout, new: Layout) -> bool {
+        let p = p.addr().get();
+        let is_last =
+            |c: Chunk| p.checked_add(old.size()) == Some(c.header().cursor.load(Ordering::Relaxed));
+        // Without the lock first: a probe is rare, and only the cycle after a reset has one.
+        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
+        if !current.is_some_and(|c| c.probed() && is_last(c)) {
+            return false;
+        }
+        let mut chunks = self.chunks.lock();
+        self.raise_probe(&mut chunks, |c| {
+            if is_last(c) {
+                p.checked_sub(c.start())?.checked_add(new.size())
+            } else {
+                None
+            }
+        })
     }
 
     /// `Allocator::shrink`: gives the tail back when the block is last (no stack frame on this
@@ -1169,4 +1305,93 @@ impl<A: Allocator> Core for SyncArena<A> {
 
     #[inline(always)]
     unsafe fn core_rewind(&self, _start: NonNull<u8>, _mark: usize, _align: usize) {}
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use allocator_api2::vec::Vec;
+
+    /// A `SyncArena` whose one chunk a reset has kept with a probe: a spike of `spike` bytes in
+    /// blocks of 32 KiB (renewed into one chunk at the reset), then four cycles with nothing in
+    /// use, after which the reset that would renew the chunk probes it instead. (The loom model
+    /// `a_probe_passed_by_two_threads` sets its arena up the same way.) Returns the chunk.
+    fn probed_arena(spike: usize) -> (SyncArena, Chunk) {
+        let mut arena = SyncArena::new();
+        for _ in 0..spike.div_ceil(32 * 1024) {
+            arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+        }
+        for _ in 0..1 + crate::arena::WINDOW {
+            arena.reset();
+        }
+        let chunks = arena.chunks.get_mut();
+        let probe = chunks.probe.expect("a reset set a probe");
+        assert!(!probe.met && probe.chunk.probed());
+        assert_eq!(chunks.used, Some(probe.chunk));
+        let c = probe.chunk;
+        (arena, c)
+    }
+
+    fn reached(c: Chunk) -> usize {
+        c.header().limit.load(Ordering::Relaxed) - c.start()
+    }
+
+    #[test]
+    fn a_probe_moves_up_on_every_path_and_the_reset_counts_it() {
+        let n: usize = if cfg!(miri) { 2_000 } else { 20_000 };
+        let (mut arena, c) = probed_arena(32 * n);
+        let capacity = c.capacity();
+        let below = reached(c);
+        assert!(capacity >= 32 * n && below < 8 * n, "{below} of {capacity}");
+
+        // Threads bump past the probe on the shared path, each raising it in turn under the
+        // lock; nobody takes a chunk.
+        let parts: std::vec::Vec<&[u64]> = std::thread::scope(|s| {
+            let jobs: std::vec::Vec<_> = (0..2u64)
+                .map(|t| {
+                    let arena = &arena;
+                    s.spawn(move || {
+                        (0..n / 8)
+                            .map(|i| &*arena.alloc_slice_fill_copy(4, t << 32 | i as u64))
+                            .collect::<std::vec::Vec<_>>()
+                    })
+                })
+                .collect();
+            jobs.into_iter().flat_map(|j| j.join().unwrap()).collect()
+        });
+        assert_eq!(parts.len(), n / 4);
+        for (k, part) in parts.iter().enumerate() {
+            let (t, i) = ((k / (n / 8)) as u64, (k % (n / 8)) as u64);
+            assert!(part.iter().all(|&x| x == t << 32 | i));
+        }
+        let after_threads = reached(c);
+        assert!(after_threads >= 8 * n && after_threads < capacity);
+        assert!(arena.chunks.get_mut().probe.unwrap().met);
+
+        // The last block grows in place across the probe.
+        let mut v = Vec::with_capacity_in(n / 2, &arena);
+        v.extend((0..n / 2).map(|i| i as u64));
+        let at = v.as_ptr();
+        v.reserve_exact(n + n / 2);
+        assert_eq!((v.as_ptr(), v.capacity()), (at, 2 * n));
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        assert!(reached(c) >= at.addr() - c.start() + 16 * n);
+        drop(v);
+
+        // A handle's piece passes it too.
+        let local = arena.local();
+        assert!(local.alloc_slice_fill_copy(n, 3u8).iter().all(|&b| b == 3));
+        drop(local);
+        assert_eq!(arena.stats().chunks, 1);
+        assert_eq!(arena.stats().large_blocks, 0);
+
+        // The reset counts what the cycle reached, though much was given back: the chunk is
+        // kept, and the probe is gone.
+        let reached = reached(c);
+        arena.reset();
+        let chunks = arena.chunks.get_mut();
+        assert!(chunks.probe.is_none() && !c.probed());
+        assert_eq!(chunks.used, Some(c));
+        assert!(reached <= capacity);
+    }
 }
