@@ -1394,7 +1394,11 @@ mod tests {
         assert!(arena.chunks.get_mut().probe.is_none());
         let s = arena.stats();
         assert_eq!(s.chunks, 1);
-        assert!(s.chunk_capacity >= reached, "{} < {reached}", s.chunk_capacity);
+        assert!(
+            s.chunk_capacity >= reached,
+            "{} < {reached}",
+            s.chunk_capacity
+        );
         let current = NonNull::new(*arena.current.get_mut()).map(Chunk).unwrap();
         assert!(!current.probed());
     }
