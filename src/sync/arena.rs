@@ -449,8 +449,9 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Forgets every block, gives the large blocks back, and keeps one chunk, sized for what
     /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does (the pieces of
-    /// `LocalArena` handles count as used in full); every other chunk goes back to the backing
-    /// allocator.
+    /// `LocalArena` handles count as used in full, and an oversized chunk is first kept under a
+    /// probe, which requests that reach it raise under the refill lock); every other chunk goes
+    /// back to the backing allocator.
     pub fn reset(&mut self) {
         self.free_all_large();
         let chunks = self.chunks.get_mut();
