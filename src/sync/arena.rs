@@ -24,7 +24,8 @@ struct SharedChunk {
     /// Address of the next free byte. Only moved by compare-and-swap (or under `&mut`).
     cursor: AtomicUsize,
     /// Where bumps stop (an address): `end`, or below it while a reset's probe holds the chunk
-    /// (see `crate::arena::retention`). Only raised, under the lock; set under `&mut`.
+    /// (see `crate::arena::retention`; only the probe's chunk, `Chunks::probe`). Only raised,
+    /// under the lock; set under `&mut`.
     limit: AtomicUsize,
     /// One past the last usable byte (an address); fixed.
     end: usize,
@@ -474,18 +475,19 @@ impl<A: Allocator> SyncArena<A> {
         // A cycle that ran under a probe reached no further than it in its chunk; when it met the
         // probe, that bound is its need (its blocks may all have been given back since). One
         // that never met it needed less than the renewal the probe stands for.
+        // Only the probe's chunk has its limit below its end: it is lifted here.
         let probed = chunks.probe.take().map(|probe| {
+            let c = probe.chunk;
             if probe.met {
-                let c = probe.chunk;
                 now = now.max(c.header().limit.load(Ordering::Relaxed) - c.start());
             }
+            c.header().limit.store(c.header().end, Ordering::Relaxed);
         });
         let need = chunks.recent.record(now);
         let mut largest: Option<Chunk> = None;
         let mut spare = chunks.spares;
         while let Some(c) = spare {
             c.header().cursor.store(c.start(), Ordering::Relaxed);
-            c.header().limit.store(c.header().end, Ordering::Relaxed);
             // A `LocalArena` may have poisoned bytes of its pieces (ASan builds): the shared
             // path hands them out again as they are.
             unpoison_block(c);
@@ -715,6 +717,8 @@ impl<A: Allocator> SyncArena<A> {
     /// Moves the probe up past a request that met it (see `crate::arena::retention`), then bumps
     /// `layout` in the chunk. `None` when the probe is not what stopped the request (see
     /// [`raise_probe`](Self::raise_probe)). Only under the lock.
+    #[cold]
+    #[inline(never)]
     fn pass_probe(&self, chunks: &mut Chunks, layout: Layout) -> Option<NonNull<u8>> {
         // What the request needs of the chunk: the cursor, at most `align - 1` of padding, and
         // the size. The cursor read may be stale (other threads bump without the lock), and
@@ -878,20 +882,32 @@ impl<A: Allocator> SyncArena<A> {
             .is_some_and(|c| Chunk(c).move_cursor(to.addr().get(), from.addr().get()))
     }
 
-    /// In-place resize of the last block `[p, p + old)` to `new_size`, if it is the last block of
+    /// In-place growth of the last block `[p, p + old)` to `new_size`, if it is the last block of
     /// the current chunk and the chunk has room.
     #[inline(always)]
-    fn resize_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
+    fn grow_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
         let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
             return false;
         };
-        let (Some(from), Some(to)) = (
-            p.addr().get().checked_add(old),
-            p.addr().get().checked_add(new_size),
-        ) else {
+        // `p + old` ends the caller's block, so it does not overflow; `p + new_size` may.
+        let from = p.addr().get() + old;
+        let Some(to) = p.addr().get().checked_add(new_size) else {
             return false;
         };
         to <= c.header().limit.load(Ordering::Relaxed) && c.move_cursor(from, to)
+    }
+
+    /// In-place shrink of the last block `[p, p + old)` to `new_size <= old`, if it is the last
+    /// block of the current chunk: the cursor moves down, so no limit is asked.
+    #[inline(always)]
+    fn shrink_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
+        debug_assert!(new_size <= old);
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
+            return false;
+        };
+        // `p + old` ends the caller's block, so neither sum overflows.
+        let (from, to) = (p.addr().get() + old, p.addr().get() + new_size);
+        c.move_cursor(from, to)
     }
 }
 
@@ -1077,7 +1093,7 @@ impl<A: Allocator> SyncArena<A> {
         if old.size() != 0
             // SAFETY: `p` was allocated with `old` (the contract).
             && unsafe { satisfies(p, old, new) }
-            && self.resize_last(p, old.size(), new.size())
+            && self.grow_last(p, old.size(), new.size())
         {
             if zeroed {
                 // SAFETY: `p` is writable for `new.size()` bytes now.
@@ -1164,6 +1180,8 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Moves a probe on the current chunk up so that the block `[p, p + old)`, when it is the
     /// chunk's last, can grow to `new` where it is; returns whether the probe moved.
+    #[cold]
+    #[inline(never)]
     fn raise_probe_for(&self, p: NonNull<u8>, old: Layout, new: Layout) -> bool {
         let p = p.addr().get();
         let is_last =
@@ -1196,7 +1214,7 @@ impl<A: Allocator> SyncArena<A> {
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: `p` was allocated with `old` (the contract).
-        if unsafe { satisfies(p, old, new) } && self.resize_last(p, old.size(), new.size()) {
+        if unsafe { satisfies(p, old, new) } && self.shrink_last(p, old.size(), new.size()) {
             return Ok(NonNull::slice_from_raw_parts(p, new.size()));
         }
         // SAFETY: forwarded from the caller.
