@@ -23,14 +23,13 @@ mod large_blocks;
 struct SharedChunk {
     /// Address of the next free byte. Only moved by compare-and-swap (or under `&mut`).
     cursor: AtomicUsize,
-    /// Where bumps stop (an address): `end`, or below it while a reset's probe holds the chunk
-    /// (see `crate::arena::retention`; only the probe's chunk, `Chunks::probe`). Only raised,
-    /// under the lock; set under `&mut`.
+    /// Where bumps stop (an address): the chunk's end, or below it while a reset's probe holds
+    /// the chunk (see `crate::arena::retention`; only the probe's chunk, `Chunks::probe`). Only
+    /// raised, under the lock; set under `&mut`.
     limit: AtomicUsize,
-    /// One past the last usable byte (an address), which is also the end of the block taken
-    /// from the backing allocator; fixed. (The header stays 32 bytes: the block's size is
-    /// `end` less the header's address.)
-    end: usize,
+    /// Size of the block taken from the backing allocator; fixed. The chunk's usable bytes end
+    /// where the block does ([`Chunk::end`]: not stored, so the header stays 32 bytes).
+    size: usize,
     /// The next chunk of the list this chunk is on (used chunks, newest first; or spares).
     next: Option<NonNull<SharedChunk>>,
 }
@@ -79,7 +78,12 @@ impl Chunk {
 
     /// Size of the block taken from the backing allocator.
     fn size(&self) -> usize {
-        self.header().end - self.0.addr().get()
+        self.header().size
+    }
+
+    /// One past the last usable byte (an address): the end of the block.
+    fn end(&self) -> usize {
+        self.0.addr().get() + self.header().size
     }
 
     fn block_layout(&self) -> Layout {
@@ -89,7 +93,7 @@ impl Chunk {
 
     /// A pointer to `addr` inside this chunk, with the block's provenance.
     fn at(&self, addr: usize) -> NonNull<u8> {
-        debug_assert!(addr >= self.start() && addr <= self.header().end);
+        debug_assert!(addr >= self.start() && addr <= self.end());
         // SAFETY: `addr` lies inside the chunk's block, which does not contain address 0.
         unsafe { NonNull::new_unchecked(self.0.as_ptr().cast::<u8>().with_addr(addr)) }
     }
@@ -146,12 +150,12 @@ impl Chunk {
     }
 
     fn capacity(&self) -> usize {
-        self.header().end - self.start()
+        self.end() - self.start()
     }
 
     /// Whether a probe holds the chunk below its end.
     fn probed(&self) -> bool {
-        self.header().limit.load(Ordering::Relaxed) != self.header().end
+        self.header().limit.load(Ordering::Relaxed) != self.end()
     }
 }
 
@@ -491,7 +495,7 @@ impl<A: Allocator> SyncArena<A> {
             if probe.met {
                 now = now.max(c.header().limit.load(Ordering::Relaxed) - c.start());
             }
-            c.header().limit.store(c.header().end, Ordering::Relaxed);
+            c.header().limit.store(c.end(), Ordering::Relaxed);
         });
         let need = chunks.recent.record(now);
         let mut largest: Option<Chunk> = None;
@@ -871,7 +875,7 @@ impl<A: Allocator> SyncArena<A> {
             base.write(SharedChunk {
                 cursor: AtomicUsize::new(start),
                 limit: AtomicUsize::new(base.addr().get() + size),
-                end: base.addr().get() + size,
+                size,
                 next: None,
             });
         }
