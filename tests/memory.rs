@@ -336,21 +336,21 @@ fn a_loop_that_builds_a_large_vec_each_cycle_settles_too() {
     );
 }
 
-/// One cycle of `blocks` blocks of 256 B from `arena`, written, then given back newest first, so
-/// that each `deallocate` rolls the position back (once the cycle fits one chunk, nothing is in
-/// use at the reset that follows).
-fn given_back_cycle(arena: impl Allocator, blocks: usize) {
-    let layout = Layout::new::<[u64; 32]>();
+/// One cycle of `blocks` blocks of `8 * N` bytes from `arena`, written, then given back newest
+/// first, so that each `deallocate` rolls the position back (once the cycle fits one chunk,
+/// nothing is in use at the reset that follows).
+fn given_back_cycle<const N: usize>(arena: impl Allocator, blocks: usize) {
+    let layout = Layout::new::<[u64; N]>();
     let mut live = std::vec::Vec::with_capacity(blocks);
     for i in 0..blocks {
-        let p = arena.allocate(layout).unwrap().cast::<[u64; 32]>();
+        let p = arena.allocate(layout).unwrap().cast::<[u64; N]>();
         // SAFETY: a fresh block of the layout.
-        unsafe { p.write([i as u64; 32]) };
+        unsafe { p.write([i as u64; N]) };
         live.push(p);
     }
     for (i, p) in live.into_iter().enumerate().rev() {
         // SAFETY: written above and still allocated.
-        assert_eq!(unsafe { p.read() }, [i as u64; 32]);
+        assert_eq!(unsafe { p.read() }, [i as u64; N]);
         // SAFETY: allocated from this arena with `layout`, and not used again.
         unsafe { arena.deallocate(p.cast(), layout) };
     }
@@ -365,13 +365,37 @@ fn a_loop_whose_blocks_are_all_given_back_before_each_reset_settles_too() {
     let mut arena = Arena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
     for _ in 0..16 {
-        given_back_cycle(&arena, blocks);
+        given_back_cycle::<32>(&arena, blocks);
         arena.reset();
         calls.push(meter.calls());
     }
     assert_eq!(calls[1], calls[15], "calls after each cycle: {calls:?}");
     assert_eq!(arena.stats().chunks, 1);
     assert_within("given-back loop", meter.held(), blocks * 256 * 3 / 2 + 64);
+}
+
+#[test]
+fn a_list_freed_from_its_newest_node_settles_without_outgrowing_a_chunk() {
+    // A fresh arena's first cycle takes several chunks; freed from its newest node, the list
+    // gives its last chunk back whole, so the reset cannot see how far the cycle reached there.
+    // It renews for the bound (the whole chunk), with a probe that measures the next cycle: no
+    // cycle after the first outgrows its chunk, and the peak stays that of the first. (The reset
+    // after the measured cycle may renew once more, to the measure.)
+    let nodes = scaled(10_000, 3_000);
+    let meter = Meter::default();
+    let mut arena = Arena::new_in(&meter);
+    let mut calls = std::vec::Vec::new();
+    let mut peaks = std::vec::Vec::new();
+    for _ in 0..12 {
+        given_back_cycle::<3>(&arena, nodes);
+        arena.reset();
+        calls.push(meter.calls());
+        peaks.push(meter.peak());
+    }
+    assert_eq!(calls[1], calls[11], "calls after each cycle: {calls:?}");
+    assert_eq!(peaks[0], peaks[11], "peaks after each cycle: {peaks:?}");
+    assert_eq!(arena.stats().chunks, 1);
+    assert_within("list loop, held", meter.held(), nodes * 24 * 3 / 2 + 64);
 }
 
 #[test]
@@ -487,7 +511,7 @@ fn sync_arena_loop_whose_blocks_are_all_given_back_before_each_reset_settles() {
     let mut arena = SyncArena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
     for _ in 0..16 {
-        given_back_cycle(&arena, blocks);
+        given_back_cycle::<32>(&arena, blocks);
         arena.reset();
         calls.push(meter.calls());
     }

@@ -26,7 +26,7 @@ use super::chunk::{
 };
 use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::poison::{poison, unpoison};
-use super::retention::{Decision, Recent, decide, next_probe};
+use super::retention::{Decision, Recent, decide, measured, next_probe};
 use crate::error::Failure;
 use crate::reentry::{BackingCall, OnUnwind};
 
@@ -355,10 +355,11 @@ impl RawArena {
         if probe.reached() == capacity {
             return None;
         }
-        // What the request needs of the chunk, from its start: the position, at most
-        // `align - 1` of padding, and the size.
-        let wanted = (self.ptr.get().addr().get() - start)
-            .saturating_add(layout.align() - 1)
+        // What the request needs of the chunk, from its start: the position, the padding that
+        // aligns it, and the size.
+        let at = self.ptr.get().addr().get();
+        let wanted = (at - start)
+            .saturating_add(at.wrapping_neg() & (layout.align() - 1))
             .saturating_add(layout.size());
         if wanted > capacity {
             // It goes elsewhere (a large block, another chunk) and leaves the probe where it is.
@@ -1275,15 +1276,12 @@ impl RawArena {
         // A cycle that ran under a probe reached no further than it in its chunk; when it met
         // the probe, that bound is its need (its blocks may all have been given back since).
         // One that never met it needed less than the renewal the probe stands for.
-        let probed = match self.probe.take() {
-            Some(probe) => {
-                if probe.met {
-                    now = now.max(probe.reached());
-                }
-                true
+        let probed = self.probe.take().map(|probe| {
+            if probe.met {
+                now = now.max(probe.reached());
             }
-            None => false,
-        };
+            probe.met
+        });
         if self.large.count() != 0 {
             // SAFETY: forwarded from the caller.
             unsafe { self.release_large_since(0, src) };
@@ -1294,7 +1292,9 @@ impl RawArena {
         let mut recent = self.recent.get();
         let need = recent.record(now);
         self.recent.set(recent);
+        // A measured cycle (it met a probe) takes the slow path: its decision is tighter.
         if head.next() == head
+            && probed != Some(true)
             && decide(
                 head.capacity(),
                 recent.renewed,
@@ -1313,7 +1313,8 @@ impl RawArena {
     }
 
     /// The rest of [`reset`](Self::reset): several chunks, or a decision other than keeping the
-    /// only one as it is. `probed`: the cycle ran under a probe.
+    /// only one as it is. `probed`: the cycle ran under a probe (`Some(true)`: it met it, and
+    /// `now` is measured).
     ///
     /// # Safety
     /// As for `reset`; the arena holds a chunk.
@@ -1323,27 +1324,43 @@ impl RawArena {
         &self,
         now: usize,
         need: usize,
-        probed: bool,
+        probed: Option<bool>,
         src: &S,
     ) {
         let Some(head) = self.head.get() else {
             return;
         };
+        // A cycle that moved on to further chunks and gave back all it had bumped in its last
+        // one (a list freed from its newest node) reached an unknown height there: at most the
+        // whole chunk. (0: the need is known.)
+        let mut bound = 0;
+        if self.used_before.get() != 0 {
+            if let Some(c) = self.chunk.get() {
+                if self.ptr.get() == c.start() {
+                    bound = self.used_before.get() + c.capacity();
+                }
+            }
+        }
         // The largest chunk, the first of the ring on a tie.
         let keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
         let mut recent = self.recent.get();
+        // A cycle of unknown need is sized for its bound: the next one fits (a renewed chunk
+        // gets a probe at what is known, which measures it).
         let mut decision = decide(
             keep.capacity(),
             recent.renewed,
-            now,
-            need,
+            now.max(bound),
+            need.max(bound),
             self.reserved.get(),
         );
+        if probed == Some(true) {
+            decision = measured(decision, keep.capacity(), now, self.reserved.get());
+        }
         // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
         // it is kept, with a probe where the renewed chunk would end.
         let mut probe_at = None;
         if let Decision::Renew { capacity } = decision {
-            if !probed && capacity < keep.capacity() {
+            if probed.is_none() && bound == 0 && capacity < keep.capacity() {
                 probe_at = Some(capacity);
                 decision = Decision::Keep { plan: 0 };
             }
@@ -1396,6 +1413,16 @@ impl RawArena {
                     .and_then(|(size, nominal)| self.take_block(size, nominal, src).ok())
                 {
                     self.set_current(c);
+                    if bound != 0 && now < c.capacity() {
+                        // SAFETY: `now < c.capacity()`: inside the chunk's usable bytes.
+                        let end = unsafe { c.start().add(now) };
+                        self.probe.set(Some(Probe {
+                            chunk: c,
+                            end,
+                            met: false,
+                        }));
+                        self.end.set(end);
+                    }
                 }
             }
         }

@@ -223,7 +223,10 @@ impl<A: Allocator> Arena<A> {
     /// quarter, at least 4 KiB) on a slow path and bumps on, and the probe's last place counts as
     /// the cycle's need. So a cycle whose blocks were all given back before the reset (each
     /// `deallocate` of the last block rolls the position back, and nothing is in use at the
-    /// reset) is measured too, and its chunk is kept.
+    /// reset) is measured too; the reset after a measured cycle renews a chunk of more than its
+    /// need and a quarter. A cycle that moved on to further chunks and gave back all it had
+    /// bumped in its last one counts that whole chunk as needed: the renewed chunk holds the
+    /// next such cycle, and a probe in it where the part the reset saw ends measures it.
     ///
     /// So a steady loop of "allocate, reset" settles in one chunk of at most 1.5x its need (or
     /// the need and 128 KiB) within three cycles and makes no backing call after that, and a

@@ -36,10 +36,18 @@
 //! chunk's end at the size the renewal would take; a cycle that reaches it takes the slow path,
 //! which moves the probe up by a step (a quarter, at least [`PROBE_STEP`], or what the request
 //! needs) up to the chunk's own end, and bumps on. The probe's last position is then a bound on
-//! what the cycle reached, rolled back or not, and counts as its need at the next reset, which
-//! renews the chunk only if it is still oversized for that. A probe costs the fast paths nothing:
-//! only the cycle after such a reset runs with one, and it meets it on paths that are already
-//! slow.
+//! what the cycle reached, rolled back or not, and counts as its need at the next reset. That
+//! need is *measured* (to within a step), so the reset after it is tighter: it renews a chunk of
+//! more than the need and a quarter ([`measured`]), where it otherwise allows 1.5x and the slack.
+//! A probe costs the fast paths nothing: only the cycle after such a reset runs with one, and it
+//! meets it on paths that are already slow.
+//!
+//! A cycle that moved on to further chunks and then gave back everything it had bumped in its
+//! last one has the same blind spot there: it needed at least what the reset sees and at most
+//! that and the whole last chunk. The reset renews for that bound, so that the next cycle, which
+//! has the same shape, fits one chunk (sized for the part it sees, it would outgrow it and take a
+//! chunk again, two or three times over), and sets a probe on the renewed chunk where the part it
+//! saw ends, which measures the next cycle.
 //!
 //! So a steady loop settles in one chunk within three cycles and makes no backing call after
 //! that (a loop whose cycles vary by more than a sixteenth takes one more renewal, then one each
@@ -136,6 +144,25 @@ fn planned(need: usize) -> usize {
     need.saturating_add(need / 16)
 }
 
+/// The decision after a cycle that met a probe, whose need `now` is then measured (to within a
+/// step of the probe): a chunk kept with more than that need and a quarter is renewed for it.
+/// (The 1.5x and the slack of [`decide`] are for needs that roll-backs may hide.)
+pub(crate) fn measured(
+    decision: Decision,
+    capacity: usize,
+    now: usize,
+    reserved: usize,
+) -> Decision {
+    match decision {
+        Decision::Keep { plan: 0 } if capacity > now.saturating_add(now / 4).max(reserved) => {
+            Decision::Renew {
+                capacity: planned(now).max(reserved),
+            }
+        }
+        d => d,
+    }
+}
+
 /// The least a probe moves up by when a cycle reaches it.
 pub(crate) const PROBE_STEP: usize = 4096;
 
@@ -170,6 +197,23 @@ mod tests {
         assert_eq!(next_probe(40_000, 70_000, 100_000), 70_000);
         assert_eq!(next_probe(90_000, 90_010, 100_000), 100_000);
         assert_eq!(next_probe(90_000, usize::MAX, 100_000), 100_000);
+    }
+
+    #[test]
+    fn a_measured_need_keeps_at_most_a_quarter_more() {
+        let kept = Decision::Keep { plan: 0 };
+        // 1.5x the need and the slack would keep 400 KB for 256 KB; measured, it is renewed.
+        assert_eq!(
+            measured(kept, 400_000, 256_000, 0),
+            Decision::Renew {
+                capacity: planned(256_000)
+            }
+        );
+        assert_eq!(measured(kept, 320_000, 256_000, 0), kept);
+        // A reservation is never given back, and other decisions stand.
+        assert_eq!(measured(kept, 400_000, 256_000, 400_000), kept);
+        let planned_keep = Decision::Keep { plan: 9 };
+        assert_eq!(measured(planned_keep, 400_000, 1, 0), planned_keep);
     }
 
     #[test]

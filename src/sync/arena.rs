@@ -734,15 +734,16 @@ impl<A: Allocator> SyncArena<A> {
     #[cold]
     #[inline(never)]
     fn pass_probe(&self, chunks: &mut Chunks, layout: Layout) -> Option<NonNull<u8>> {
-        // What the request needs of the chunk: the cursor, at most `align - 1` of padding, and
-        // the size. The cursor read may be stale (other threads bump without the lock), and
+        // What the request needs of the chunk: the cursor, the padding that aligns it, and the
+        // size. The cursor read may be stale (other threads bump without the lock), and
         // they may bump meanwhile: raise again until the request fits, or the probe can go no
         // further (each raise moves it up by a step at least).
         loop {
             let raised = self.raise_probe(chunks, |c| {
+                let at = c.header().cursor.load(Ordering::Relaxed);
                 Some(
-                    (c.header().cursor.load(Ordering::Relaxed) - c.start())
-                        .saturating_add(layout.align() - 1)
+                    (at - c.start())
+                        .saturating_add(at.wrapping_neg() & (layout.align() - 1))
                         .saturating_add(layout.size()),
                 )
             });
