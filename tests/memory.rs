@@ -381,7 +381,7 @@ fn a_list_freed_from_its_newest_node_settles_without_outgrowing_a_chunk() {
     // It renews for the bound (the whole chunk), with a probe that measures the next cycle: no
     // cycle after the first outgrows its chunk, and the peak stays that of the first. (The reset
     // after the measured cycle may renew once more, to the measure.)
-    let nodes = scaled(10_000, 3_000);
+    let nodes = scaled(10_000, 1_200);
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     let mut calls = std::vec::Vec::new();
@@ -521,6 +521,29 @@ fn sync_arena_loop_whose_blocks_are_all_given_back_before_each_reset_settles() {
         "SyncArena given-back loop",
         meter.held(),
         blocks * 256 * 3 / 2 + 64,
+    );
+}
+
+#[test]
+fn sync_arena_list_freed_from_its_newest_node_settles_without_outgrowing_a_chunk() {
+    let nodes = scaled(10_000, 1_200);
+    let meter = Meter::default();
+    let mut arena = SyncArena::new_in(&meter);
+    let mut calls = std::vec::Vec::new();
+    let mut peaks = std::vec::Vec::new();
+    for _ in 0..12 {
+        given_back_cycle::<3>(&arena, nodes);
+        arena.reset();
+        calls.push(meter.calls());
+        peaks.push(meter.peak());
+    }
+    assert_eq!(calls[1], calls[11], "calls after each cycle: {calls:?}");
+    assert_eq!(peaks[0], peaks[11], "peaks after each cycle: {peaks:?}");
+    assert_eq!(arena.stats().chunks, 1);
+    assert_within(
+        "SyncArena list loop, held",
+        meter.held(),
+        nodes * 24 * 3 / 2 + 64,
     );
 }
 

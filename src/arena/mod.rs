@@ -35,7 +35,7 @@ pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_siz
 #[cfg(test)]
 pub(crate) use retention::WINDOW;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
-pub(crate) use retention::{Decision, Recent, decide, next_probe};
+pub(crate) use retention::{Decision, Recent, decide, measured, next_probe};
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]

@@ -10,8 +10,8 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::arena::{
     ArenaStats, ChunkSource, Core, Decision, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Recent,
-    chunk_size_for, chunk_size_for_capacity, dangling, decide, min_chunk_size, next_probe, refuse,
-    satisfies,
+    chunk_size_for, chunk_size_for_capacity, dangling, decide, measured, min_chunk_size,
+    next_probe, refuse, satisfies,
 };
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
@@ -477,6 +477,15 @@ impl<A: Allocator> SyncArena<A> {
         // the most its large blocks held at once.
         let mut in_chunks = 0;
         let mut used = chunks.used.take();
+        // A cycle that moved on to further chunks and gave back all it had bumped in its last
+        // one (the current chunk, first of the list) reached an unknown height there: at most
+        // the whole chunk. (0: the need is known.)
+        let mut bound = 0;
+        if let Some(c) = used {
+            if c.used() == 0 && c.next().is_some() {
+                bound = c.capacity();
+            }
+        }
         while let Some(c) = used {
             in_chunks += c.used();
             used = c.next();
@@ -496,7 +505,11 @@ impl<A: Allocator> SyncArena<A> {
                 now = now.max(c.header().limit.load(Ordering::Relaxed) - c.start());
             }
             c.header().limit.store(c.end(), Ordering::Relaxed);
+            probe.met
         });
+        if bound != 0 {
+            bound += now;
+        }
         let need = chunks.recent.record(now);
         let mut largest: Option<Chunk> = None;
         let mut spare = chunks.spares;
@@ -516,17 +529,23 @@ impl<A: Allocator> SyncArena<A> {
         };
         chunks.spares = unlink(chunks.spares, keep);
         chunks.plan = 0;
+        // A cycle of unknown need is sized for its bound: the next one fits (a renewed chunk
+        // gets a probe at what is known, which measures it). A measured cycle's decision is
+        // tighter.
         let mut decision = decide(
             keep.capacity(),
             chunks.recent.renewed,
-            now,
-            need,
+            now.max(bound),
+            need.max(bound),
             chunks.reserved,
         );
+        if probed == Some(true) {
+            decision = measured(decision, keep.capacity(), now, chunks.reserved);
+        }
         // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
         // it is kept, with a probe where the renewed chunk would end.
         if let Decision::Renew { capacity } = decision {
-            if probed.is_none() && capacity < keep.capacity() {
+            if probed.is_none() && bound == 0 && capacity < keep.capacity() {
                 keep.header()
                     .limit
                     .store(keep.start() + capacity, Ordering::Relaxed);
@@ -576,6 +595,13 @@ impl<A: Allocator> SyncArena<A> {
         chunks.growth = keep.map_or(0, |k| k.size());
         if let Some(k) = keep {
             k.set_next(None);
+            if renew.is_some() && bound != 0 && now < k.capacity() {
+                k.header().limit.store(k.start() + now, Ordering::Relaxed);
+                chunks.probe = Some(Probe {
+                    chunk: k,
+                    met: false,
+                });
+            }
         }
         chunks.used = keep;
         self.current.store(
