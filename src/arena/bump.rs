@@ -1332,7 +1332,9 @@ impl RawArena {
         };
         // A cycle that moved on to further chunks and gave back all it had bumped in its last
         // one (a list freed from its newest node) reached an unknown height there: at most the
-        // whole chunk. (0: the need is known.)
+        // whole chunk. (0: the need is known.) Should a roll-back the cycle's slow points saw
+        // have said less, the probe set below measures the next cycle and the reset after it
+        // renews to that.
         let mut bound = 0;
         if self.used_before.get() != 0 {
             if let Some(c) = self.chunk.get() {

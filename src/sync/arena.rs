@@ -478,8 +478,8 @@ impl<A: Allocator> SyncArena<A> {
         let mut in_chunks = 0;
         let mut used = chunks.used.take();
         // A cycle that moved on to further chunks and gave back all it had bumped in its last
-        // one (the current chunk, first of the list) reached an unknown height there: at most
-        // the whole chunk. (0: the need is known.)
+        // one (the current chunk, first of the list) reached an unknown height there, unless a
+        // roll-back it saw says (below): at most the whole chunk. (0: the need is known.)
         let mut bound = 0;
         if let Some(c) = used {
             if c.used() == 0 && c.next().is_some() {
@@ -492,8 +492,13 @@ impl<A: Allocator> SyncArena<A> {
             c.set_next(chunks.spares);
             chunks.spares = Some(c);
         }
+        let chunk_peak = core::mem::take(&mut chunks.chunk_peak);
+        if chunk_peak > in_chunks {
+            // A roll-back seen this cycle says how far it reached.
+            bound = 0;
+        }
         let mut now = in_chunks
-            .max(core::mem::take(&mut chunks.chunk_peak))
+            .max(chunk_peak)
             .saturating_add(core::mem::take(&mut chunks.large_peak));
         // A cycle that ran under a probe reached no further than it in its chunk; when it met the
         // probe, that bound is its need (its blocks may all have been given back since). One
