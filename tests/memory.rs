@@ -356,22 +356,76 @@ fn given_back_cycle<const N: usize>(arena: impl Allocator, blocks: usize) {
     }
 }
 
+/// The arenas the given-back loops run on.
+trait Resets {
+    fn reset(&mut self);
+    fn chunks(&self) -> usize;
+}
+
+impl Resets for Arena<&Meter> {
+    fn reset(&mut self) {
+        Arena::reset(self);
+    }
+
+    fn chunks(&self) -> usize {
+        self.stats().chunks
+    }
+}
+
+impl Resets for SyncArena<&Meter> {
+    fn reset(&mut self) {
+        SyncArena::reset(self);
+    }
+
+    fn chunks(&self) -> usize {
+        self.stats().chunks
+    }
+}
+
+/// `cycles` cycles of [`given_back_cycle`] (`blocks` blocks of `8 * N` bytes), each followed by a
+/// reset, on a fresh arena that `new` makes on `meter`. Checks that the loop settles: no backing
+/// call after the second reset, one chunk of at most 1.5x a cycle's bytes (and a header) held,
+/// and, with `same_peak`, no cycle's peak above the first's.
+fn given_back_loop<'m, const N: usize, T: Resets>(
+    meter: &'m Meter,
+    new: impl FnOnce(&'m Meter) -> T,
+    blocks: usize,
+    cycles: usize,
+    same_peak: bool,
+) where
+    for<'a> &'a T: Allocator,
+{
+    let mut arena = new(meter);
+    let mut calls = std::vec::Vec::new();
+    let mut peaks = std::vec::Vec::new();
+    for _ in 0..cycles {
+        given_back_cycle::<N>(&arena, blocks);
+        arena.reset();
+        calls.push(meter.calls());
+        peaks.push(meter.peak());
+    }
+    assert_eq!(
+        calls[1],
+        calls[cycles - 1],
+        "calls after each cycle: {calls:?}"
+    );
+    if same_peak {
+        assert_eq!(
+            peaks[0],
+            peaks[cycles - 1],
+            "peaks after each cycle: {peaks:?}"
+        );
+    }
+    assert_eq!(arena.chunks(), 1);
+    assert_within("given-back loop", meter.held(), blocks * 8 * N * 3 / 2 + 64);
+}
+
 #[test]
 fn a_loop_whose_blocks_are_all_given_back_before_each_reset_settles_too() {
     // 250 KiB a cycle, all of it rolled back before the reset: more than the 128 KiB of slack a
     // reset allows for roll-backs it does not see. The probe measures such a cycle.
-    let blocks = 1000;
-    let meter = Meter::default();
-    let mut arena = Arena::new_in(&meter);
-    let mut calls = std::vec::Vec::new();
-    for _ in 0..16 {
-        given_back_cycle::<32>(&arena, blocks);
-        arena.reset();
-        calls.push(meter.calls());
-    }
-    assert_eq!(calls[1], calls[15], "calls after each cycle: {calls:?}");
-    assert_eq!(arena.stats().chunks, 1);
-    assert_within("given-back loop", meter.held(), blocks * 256 * 3 / 2 + 64);
+    given_back_loop::<32, _>(&Meter::default(), Arena::new_in, 1000, 16, false);
+    given_back_loop::<32, _>(&Meter::default(), SyncArena::new_in, 1000, 16, false);
 }
 
 #[test]
@@ -382,20 +436,8 @@ fn a_list_freed_from_its_newest_node_settles_without_outgrowing_a_chunk() {
     // cycle after the first outgrows its chunk, and the peak stays that of the first. (The reset
     // after the measured cycle may renew once more, to the measure.)
     let nodes = scaled(10_000, 1_200);
-    let meter = Meter::default();
-    let mut arena = Arena::new_in(&meter);
-    let mut calls = std::vec::Vec::new();
-    let mut peaks = std::vec::Vec::new();
-    for _ in 0..12 {
-        given_back_cycle::<3>(&arena, nodes);
-        arena.reset();
-        calls.push(meter.calls());
-        peaks.push(meter.peak());
-    }
-    assert_eq!(calls[1], calls[11], "calls after each cycle: {calls:?}");
-    assert_eq!(peaks[0], peaks[11], "peaks after each cycle: {peaks:?}");
-    assert_eq!(arena.stats().chunks, 1);
-    assert_within("list loop, held", meter.held(), nodes * 24 * 3 / 2 + 64);
+    given_back_loop::<3, _>(&Meter::default(), Arena::new_in, nodes, 12, true);
+    given_back_loop::<3, _>(&Meter::default(), SyncArena::new_in, nodes, 12, true);
 }
 
 #[test]
@@ -502,49 +544,6 @@ fn sync_arena_loop_that_builds_a_large_vec_each_cycle_settles() {
     }
     assert_eq!(calls[2], calls[7], "calls after each cycle: {calls:?}");
     assert_eq!(arena.stats().chunks, 1);
-}
-
-#[test]
-fn sync_arena_loop_whose_blocks_are_all_given_back_before_each_reset_settles() {
-    let blocks = 1000;
-    let meter = Meter::default();
-    let mut arena = SyncArena::new_in(&meter);
-    let mut calls = std::vec::Vec::new();
-    for _ in 0..16 {
-        given_back_cycle::<32>(&arena, blocks);
-        arena.reset();
-        calls.push(meter.calls());
-    }
-    assert_eq!(calls[1], calls[15], "calls after each cycle: {calls:?}");
-    assert_eq!(arena.stats().chunks, 1);
-    assert_within(
-        "SyncArena given-back loop",
-        meter.held(),
-        blocks * 256 * 3 / 2 + 64,
-    );
-}
-
-#[test]
-fn sync_arena_list_freed_from_its_newest_node_settles_without_outgrowing_a_chunk() {
-    let nodes = scaled(10_000, 1_200);
-    let meter = Meter::default();
-    let mut arena = SyncArena::new_in(&meter);
-    let mut calls = std::vec::Vec::new();
-    let mut peaks = std::vec::Vec::new();
-    for _ in 0..12 {
-        given_back_cycle::<3>(&arena, nodes);
-        arena.reset();
-        calls.push(meter.calls());
-        peaks.push(meter.peak());
-    }
-    assert_eq!(calls[1], calls[11], "calls after each cycle: {calls:?}");
-    assert_eq!(peaks[0], peaks[11], "peaks after each cycle: {peaks:?}");
-    assert_eq!(arena.stats().chunks, 1);
-    assert_within(
-        "SyncArena list loop, held",
-        meter.held(),
-        nodes * 24 * 3 / 2 + 64,
-    );
 }
 
 #[test]

@@ -366,15 +366,24 @@ impl RawArena {
             return None;
         }
         let reached = next_probe(probe.reached(), wanted, capacity);
-        // SAFETY: `reached <= capacity`: inside the chunk's usable bytes, from its own pointer.
-        let end = unsafe { c.start().add(reached) };
-        self.probe.set(Some(Probe {
-            chunk: c,
-            end,
-            met: true,
-        }));
-        self.end.set(end);
+        // SAFETY: `reached <= capacity`, and the position, on `c`, is below the probe.
+        unsafe { self.set_probe(c, reached, true) };
         self.bump(layout)
+    }
+
+    /// Holds the end of `c`, the current chunk, at `reached` bytes from its start: a probe (see
+    /// `retention`), `met` when a request has met it.
+    ///
+    /// # Safety
+    /// `reached <= c.capacity()`, and the position is on `c`, at most `reached` bytes from its
+    /// start.
+    unsafe fn set_probe(&self, c: Chunk, reached: usize, met: bool) {
+        debug_assert!(self.chunk.get() == Some(c) && reached <= c.capacity());
+        // SAFETY: `reached <= c.capacity()` (the caller): inside the chunk's usable bytes, from
+        // its own pointer.
+        let end = unsafe { c.start().add(reached) };
+        self.probe.set(Some(Probe { chunk: c, end, met }));
+        self.end.set(end);
     }
 
     /// Whether `layout` is a request an empty arena serves with its first regular chunk, with no
@@ -1388,14 +1397,8 @@ impl RawArena {
                 self.set_current(keep);
                 self.poison_ring(keep);
                 if let Some(reached) = probe_at {
-                    // SAFETY: `reached < keep.capacity()`: inside the chunk's usable bytes.
-                    let end = unsafe { keep.start().add(reached) };
-                    self.probe.set(Some(Probe {
-                        chunk: keep,
-                        end,
-                        met: false,
-                    }));
-                    self.end.set(end);
+                    // SAFETY: `reached < keep.capacity()`, and the position is at its start.
+                    unsafe { self.set_probe(keep, reached, false) };
                 }
             }
             Decision::Renew { capacity } => {
@@ -1416,14 +1419,8 @@ impl RawArena {
                 {
                     self.set_current(c);
                     if bound != 0 && now < c.capacity() {
-                        // SAFETY: `now < c.capacity()`: inside the chunk's usable bytes.
-                        let end = unsafe { c.start().add(now) };
-                        self.probe.set(Some(Probe {
-                            chunk: c,
-                            end,
-                            met: false,
-                        }));
-                        self.end.set(end);
+                        // SAFETY: `now < c.capacity()`, and the position is at its start.
+                        unsafe { self.set_probe(c, now, false) };
                     }
                 }
             }
@@ -1632,19 +1629,15 @@ pub(crate) fn raise_if_asked<'s, S: ChunkSource + ?Sized + 's>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Probe, RawArena, address_space_ok};
+    use super::{RawArena, address_space_ok};
 
     /// Sets a probe on the current chunk at its start, where a reset sets one after cycles that
     /// had nothing in use at their resets (the position must be at the start).
     fn probe_at_start(raw: &RawArena) -> super::Chunk {
         let c = raw.chunk.get().unwrap();
         assert_eq!(raw.ptr.get(), c.start());
-        raw.probe.set(Some(Probe {
-            chunk: c,
-            end: c.start(),
-            met: false,
-        }));
-        raw.end.set(c.start());
+        // SAFETY: 0 bytes, and the position is at the chunk's start (asserted).
+        unsafe { raw.set_probe(c, 0, false) };
         c
     }
 
