@@ -1365,7 +1365,7 @@ impl RawArena {
             self.reserved.get(),
         );
         if probed == Some(true) {
-            decision = measured(decision, keep.capacity(), now, self.reserved.get());
+            decision = measured(decision, keep.capacity(), need, self.reserved.get());
         }
         // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
         // it is kept, with a probe where the renewed chunk would end.

@@ -38,7 +38,8 @@
 //! needs) up to the chunk's own end, and bumps on. The probe's last position is then a bound on
 //! what the cycle reached, rolled back or not, and counts as its need at the next reset. That
 //! need is *measured* (to within a step), so the reset after it is tighter: it renews a chunk of
-//! more than the need and a quarter ([`measured`]), where it otherwise allows 1.5x and the slack.
+//! more than the need (the largest of its window, the measured one among them) and a quarter
+//! ([`measured`]), where it otherwise allows 1.5x and the slack.
 //! A probe costs the fast paths nothing: only the cycle after such a reset runs with one, and it
 //! meets it on paths that are already slow.
 //!
@@ -144,19 +145,20 @@ fn planned(need: usize) -> usize {
     need.saturating_add(need / 16)
 }
 
-/// The decision after a cycle that met a probe, whose need `now` is then measured (to within a
-/// step of the probe): a chunk kept with more than that need and a quarter is renewed for it.
-/// (The 1.5x and the slack of [`decide`] are for needs that roll-backs may hide.)
+/// The decision after a cycle that met a probe, whose need is then measured (to within a step
+/// of the probe): a chunk kept with more than `need`, the window's largest need (the measured
+/// one among them), and a quarter is renewed for it. (The 1.5x and the slack of [`decide`] are
+/// for needs that roll-backs may hide.)
 pub(crate) fn measured(
     decision: Decision,
     capacity: usize,
-    now: usize,
+    need: usize,
     reserved: usize,
 ) -> Decision {
     match decision {
-        Decision::Keep { plan: 0 } if capacity > now.saturating_add(now / 4).max(reserved) => {
+        Decision::Keep { plan: 0 } if capacity > need.saturating_add(need / 4).max(reserved) => {
             Decision::Renew {
-                capacity: planned(now).max(reserved),
+                capacity: planned(need).max(reserved),
             }
         }
         d => d,

@@ -545,7 +545,7 @@ impl<A: Allocator> SyncArena<A> {
             chunks.reserved,
         );
         if probed == Some(true) {
-            decision = measured(decision, keep.capacity(), now, chunks.reserved);
+            decision = measured(decision, keep.capacity(), need, chunks.reserved);
         }
         // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
         // it is kept, with a probe where the renewed chunk would end.
