@@ -546,6 +546,41 @@ fn sync_arena_loop_that_builds_a_large_vec_each_cycle_settles() {
     assert_eq!(arena.stats().chunks, 1);
 }
 
+/// How many 16-byte elements a `LocalArena` handle's vector reaches before the shared arena's
+/// limit refuses it; the handle is dropped after it.
+fn pushes_until_the_limit(arena: &SyncArena) -> usize {
+    let local = arena.local();
+    let mut v: Vec<[u64; 2], _> = Vec::new_in(&local);
+    while v.try_reserve(1).is_ok() {
+        v.push([v.len() as u64; 2]);
+    }
+    assert!(v.iter().enumerate().all(|(i, x)| *x == [i as u64; 2]));
+    v.len()
+}
+
+#[test]
+fn a_handles_dropped_tail_counts_at_the_shared_reset() {
+    // A handle's vector is rolled back inside its piece when dropped, and the handle gives the
+    // piece's unused tail back to the shared chunk: the reset must still see what the cycle
+    // used, or it keeps a chunk too small, and under a limit the next cycle's vector is refused
+    // early (a limit of 8 KiB: 256 elements in the first cycle, 64 in every one after).
+    for limit in [4096, 8192, 16384] {
+        let mut arena = SyncArena::new();
+        arena.set_allocation_limit(Some(limit));
+        let reached: std::vec::Vec<usize> = (0..4)
+            .map(|_| {
+                let n = pushes_until_the_limit(&arena);
+                arena.reset();
+                n
+            })
+            .collect();
+        assert!(
+            reached.iter().all(|&n| n == reached[0]),
+            "limit {limit}: {reached:?}"
+        );
+    }
+}
+
 #[test]
 fn sync_arena_large_blocks_follow_the_data_too() {
     let n = scaled(100_000, 20_000);

@@ -1096,7 +1096,7 @@ impl<A: Allocator> SyncArena<A> {
     /// Records what the chunks held before a roll-back of `size` bytes (see `chunk_peak`).
     #[cold]
     #[inline(never)]
-    fn note_rollback(&self, size: usize) {
+    pub(crate) fn note_rollback(&self, size: usize) {
         let mut chunks = self.chunks.lock();
         let mut held = size;
         let mut c = chunks.used;

@@ -225,7 +225,12 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
         let (from, to) = self.raw.free_range();
         // The shared arena hands these bytes out without poisoning (ASan builds).
         crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
-        self.shared.give_back(from, to);
+        if self.shared.give_back(from, to) {
+            // A roll-back on the shared chunk that hides what the handle used (its own blocks
+            // rolled back before it, inside its piece): the shared arena's reset must see it.
+            self.shared
+                .note_rollback(to.addr().get() - from.addr().get());
+        }
         // Its large blocks outlive it too: the shared arena frees them on reset or drop.
         self.shared.adopt_large(self.raw.large_list());
     }
