@@ -482,6 +482,27 @@ fn a_spike_in_a_scope_is_given_back_as_well() {
 }
 
 #[test]
+fn a_fresh_arena_with_a_few_small_blocks_holds_one_small_chunk() {
+    let meter = Meter::default();
+    let arena = Arena::new_in(&meter);
+    let sync = SyncArena::new_in(&meter);
+    assert_eq!(meter.held(), 0, "new() takes nothing");
+    for i in 0..10u32 {
+        arena.alloc(i);
+        sync.alloc(i);
+    }
+    // One chunk each, of 256 bytes at most (as malloc sees it).
+    assert_eq!(meter.calls(), 2);
+    assert_within("two arenas with ten u32s each", meter.held(), 2 * 256);
+    // The chunks that follow are no smaller: 160 more u32s take at most two more chunks each.
+    for i in 0..160u32 {
+        arena.alloc(i);
+        sync.alloc(i);
+    }
+    assert!(meter.calls() <= 6, "{} calls", meter.calls());
+}
+
+#[test]
 fn with_capacity_takes_what_was_asked_and_keeps_it() {
     let meter = Meter::default();
     let mut arena = Arena::with_capacity_in(40_000, &meter);

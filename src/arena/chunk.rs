@@ -20,8 +20,12 @@ pub(crate) const CHUNK_ALIGN: usize = 16;
 pub(crate) const HEADER_SIZE: usize = size_of::<ChunkHeader>();
 
 /// The size of the first regular chunk as the backing allocator sees it (before
-/// [`MALLOC_OVERHEAD`] is subtracted).
-pub(crate) const FIRST_CHUNK_SIZE: usize = 512;
+/// [`MALLOC_OVERHEAD`] is subtracted): small, so that an arena holding a few blocks holds little.
+pub(crate) const FIRST_CHUNK_SIZE: usize = 256;
+
+/// Later regular chunks, and the chunks sized for a capacity, are whole multiples of this (up to
+/// a page for regular chunks, up to 32 KiB for a capacity; whole pages above).
+const SIZE_UNIT: usize = 512;
 
 /// Regular chunks stop growing at this size; larger requests get a chunk of their own.
 pub(crate) const MAX_CHUNK_SIZE: usize = 16 << 20;
@@ -282,16 +286,19 @@ pub(crate) fn min_chunk_size(layout: Layout) -> Option<usize> {
 }
 
 /// The nominal size of the next regular chunk for a growth state (the sum of the regular chunks
-/// so far): half of it, rounded up to 512 bytes up to a page and to whole pages above, from
-/// [`FIRST_CHUNK_SIZE`] up to [`MAX_CHUNK_SIZE`]. The chunks together grow by half with each new
+/// so far): [`FIRST_CHUNK_SIZE`] for the first, then half the sum, rounded up to [`SIZE_UNIT`]
+/// up to a page and to whole pages above, from [`SIZE_UNIT`] up to [`MAX_CHUNK_SIZE`]. The chunks together grow by half with each new
 /// one, so a fresh arena holds about 1.5x the chunks it has filled (doubling would be 2x; what
 /// it handed out can be less, by the rest of each chunk a block did not fit);
 /// a reset loop settles in one chunk through retention, which renews the chunks for the cycle's
 /// need (see `retention`).
 pub(crate) fn regular_nominal(growth: usize) -> usize {
-    let half = (growth / 2).clamp(FIRST_CHUNK_SIZE, MAX_CHUNK_SIZE);
+    if growth == 0 {
+        return FIRST_CHUNK_SIZE;
+    }
+    let half = (growth / 2).clamp(SIZE_UNIT, MAX_CHUNK_SIZE);
     if half <= PAGE {
-        half.next_multiple_of(FIRST_CHUNK_SIZE)
+        half.next_multiple_of(SIZE_UNIT)
     } else {
         half.next_multiple_of(PAGE)
     }
@@ -314,15 +321,11 @@ pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)>
     Some((size, nominal))
 }
 
-/// A block size rounded up a little, as malloc likes it: to 512 bytes up to 32 KiB (from 512),
+/// A block size rounded up a little, as malloc likes it: to [`SIZE_UNIT`] (512 bytes) up to 32 KiB,
 /// to whole pages above; `None` on overflow.
 fn round_block(required: usize) -> Option<usize> {
     if required <= 8 * PAGE {
-        Some(
-            required
-                .max(FIRST_CHUNK_SIZE)
-                .next_multiple_of(FIRST_CHUNK_SIZE),
-        )
+        Some(required.next_multiple_of(SIZE_UNIT))
     } else {
         required.checked_next_multiple_of(PAGE)
     }
@@ -363,7 +366,7 @@ mod tests {
                 "nominal {nominal} < half the previous {sum}"
             );
             assert!(
-                nominal <= (sum / 2).max(FIRST_CHUNK_SIZE) + PAGE,
+                nominal <= (sum / 2).max(SIZE_UNIT) + PAGE,
                 "nominal {nominal} for previous {sum}"
             );
             assert_eq!(size + MALLOC_OVERHEAD, nominal);
@@ -406,7 +409,7 @@ mod tests {
                 "{capacity}"
             );
             assert_eq!(nominal, size + MALLOC_OVERHEAD);
-            assert!(nominal % FIRST_CHUNK_SIZE == 0, "{capacity}");
+            assert!(nominal % SIZE_UNIT == 0, "{capacity}");
             assert!(nominal <= 8 * PAGE || nominal % PAGE == 0, "{capacity}");
         }
     }

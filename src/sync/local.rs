@@ -80,8 +80,8 @@ pub struct LocalArena<'a, A: Allocator = Global> {
 // is; so moving the handle to another thread is sound. It is never `Sync` (`crate::sharing`).
 unsafe impl<A: Allocator + Sync> Send for LocalArena<'_, A> {}
 
-/// The largest regular piece a handle takes (nominal bytes): pieces grow 512 B, 1 KiB, … up to
-/// this, so a handle dropped while other threads bump leaves at most this much unused behind.
+/// The largest regular piece a handle takes (nominal bytes): pieces grow as an `Arena`'s chunks
+/// do (256 B, 512 B, …) up to this, so a handle dropped while other threads bump leaves at most this much unused behind.
 /// Requests larger than a piece still get a piece of their own size.
 const PIECE_CAP: usize = 256 * 1024;
 
