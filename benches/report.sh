@@ -208,7 +208,10 @@ cycles, a case on a fresh allocator (the \`batched\` ones, and the memory suite'
   list of live blocks \`System\` keeps for its reset, all made outside the count.
 - The thread rows (pools) count spawning and joining the threads, in both columns. A thread's
   last frees (about 144 bytes, 3 calls) come just before or just after its case ends, so these
-  rows can differ by that much from one run to the next; every other row is the same each run.
+  rows can differ by that much from one run to the next. The two-thread arena rows differ by
+  more: two threads that find the chunk full at once both take one (the one not installed
+  stays a spare), and the chunk sizes then follow the order of the refills (\`SyncArena\`'s
+  peak has been seen from 168 to 285 KiB). Every other row is the same each run.
 - Each cell: the figure, its ratio to the lowest of the row (bold), and its ratio to the
   \`System\` column of the row; \`-\` for a ratio with nothing to divide by (no \`System\` column
   in the row, or a zero: \`System\` holds nothing after its reset), and no parentheses where

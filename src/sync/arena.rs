@@ -209,6 +209,19 @@ struct Chunks {
 }
 
 impl Chunks {
+    /// Holds the chunk `c` under a probe `reached` bytes from its start (`reached` below its
+    /// capacity), for the cycle after a reset; the reset that follows lifts it.
+    fn set_probe(&mut self, c: Chunk, reached: usize) {
+        debug_assert!(reached < c.capacity() && self.probe.is_none());
+        c.header()
+            .limit
+            .store(c.start() + reached, Ordering::Relaxed);
+        self.probe = Some(Probe {
+            chunk: c,
+            met: false,
+        });
+    }
+
     /// Counts a chunk of `size` bytes just taken, of `nominal` bytes for the growth state.
     fn record(&mut self, size: usize, nominal: usize) {
         self.held += size;
@@ -551,13 +564,7 @@ impl<A: Allocator> SyncArena<A> {
         // it is kept, with a probe where the renewed chunk would end.
         if let Decision::Renew { capacity } = decision {
             if probed.is_none() && bound == 0 && capacity < keep.capacity() {
-                keep.header()
-                    .limit
-                    .store(keep.start() + capacity, Ordering::Relaxed);
-                chunks.probe = Some(Probe {
-                    chunk: keep,
-                    met: false,
-                });
+                chunks.set_probe(keep, capacity);
                 decision = Decision::Keep { plan: 0 };
             }
         }
@@ -601,11 +608,7 @@ impl<A: Allocator> SyncArena<A> {
         if let Some(k) = keep {
             k.set_next(None);
             if renew.is_some() && bound != 0 && now < k.capacity() {
-                k.header().limit.store(k.start() + now, Ordering::Relaxed);
-                chunks.probe = Some(Probe {
-                    chunk: k,
-                    met: false,
-                });
+                chunks.set_probe(k, now);
             }
         }
         chunks.used = keep;
