@@ -18,7 +18,8 @@ macro_rules! bridge_tests {
 
             #[test]
             fn arena_vec_grows_in_place_and_box_rolls_back() {
-                let mut arena = Arena::new();
+                // Room for the 64 elements in the first chunk.
+                let mut arena = Arena::with_capacity(1024);
                 let mut v: Vec<u32, &Arena> = Vec::with_capacity_in(4, &arena);
                 v.push(0);
                 let first = v.as_ptr();
