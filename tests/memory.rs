@@ -674,3 +674,35 @@ fn a_local_handle_holds_about_what_an_arena_holds() {
         assert_within("LocalArena [u8; 31]", local, arena * 6 / 5 + 1024);
     }
 }
+
+/// Grows a `Vec<u32>` on `a` one element at a time (`reserve_exact(1)`, then a push): every
+/// growth asks for 4 bytes more, so the buffer moves each time it outgrows its chunk.
+fn grow_by_one<A: Allocator>(a: A, n: usize) -> usize {
+    let mut v = Vec::new_in(a);
+    for i in 0..n as u32 {
+        v.reserve_exact(1);
+        v.push(i);
+    }
+    v.capacity() * 4
+}
+
+#[test]
+fn a_sync_arena_vector_that_moves_gives_its_old_buffer_back() {
+    let n = scaled(10_007, 2_000);
+    let meter = Meter::default();
+    let arena = SyncArena::new_in(&meter);
+    let buffer = grow_by_one(&arena, n);
+    // The vector was dropped last: what stays used are its old buffers that were not the last
+    // block of their chunk when it moved. A moved buffer that was goes back, and a new chunk
+    // taken for a grown buffer has room for it to grow in place to twice its size.
+    assert_within("SyncArena: used after the vector", arena.used_bytes(), 1024);
+    let arena_meter = Meter::default();
+    let plain = Arena::new_in(&arena_meter);
+    grow_by_one(&plain, n);
+    assert_within(
+        "SyncArena: peak against an Arena's",
+        meter.peak(),
+        arena_meter.peak(),
+    );
+    assert_within("SyncArena: peak", meter.peak(), 4 * buffer);
+}

@@ -159,6 +159,19 @@ impl Chunk {
     }
 }
 
+/// What a request placed on the shared path is, which decides the size of a new chunk taken for
+/// it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placing {
+    /// A block: a regular chunk of the growth state (or one of its own size, if larger).
+    Block,
+    /// The new block of a grow that moved: as `Block`, with room to grow to twice its size
+    /// where it lands when the chunk is of its own size.
+    Grown,
+    /// A [`LocalArena`]'s piece: a chunk it fills (see [`SyncArena::place_piece`]).
+    Piece,
+}
+
 /// A reset's probe (see `crate::arena::retention`): the chunk whose `limit` it holds.
 #[derive(Clone, Copy)]
 struct Probe {
@@ -677,7 +690,17 @@ impl<A: Allocator> SyncArena<A> {
                 }
             }
         }
-        self.place_slow(layout, false)
+        self.place_slow(layout, Placing::Block)
+    }
+
+    /// Places the new block of a grow that could not stay in place: as [`place`](Self::place),
+    /// but a new chunk taken for it has room for the block to go on growing in place (twice its
+    /// size, as `Arena`'s growing blocks get).
+    fn place_grown(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        match self.core_bump(layout) {
+            Some(p) => Ok(p),
+            None => self.place_slow(layout, Placing::Grown),
+        }
     }
 
     /// Places a [`LocalArena`]'s piece: bumped in the current chunk when it has room, else in a
@@ -688,7 +711,7 @@ impl<A: Allocator> SyncArena<A> {
     fn place_piece(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         match self.core_bump(layout) {
             Some(p) => Ok(p),
-            None => self.place_slow(layout, true),
+            None => self.place_slow(layout, Placing::Piece),
         }
     }
 
@@ -700,11 +723,10 @@ impl<A: Allocator> SyncArena<A> {
     /// may allocate in this arena itself (that nested call is served like any other), and no
     /// other thread waits for it. So several threads may take a chunk at once; one that finds a
     /// chunk with room installed when it comes back keeps its own as a spare.
-    /// With `piece`, the request is a [`LocalArena`]'s piece, and a new chunk is sized for it
-    /// alone (see [`place_piece`](Self::place_piece)).
+    /// `how` says what the request is, which sizes a new chunk (see [`Placing`]).
     #[cold]
     #[inline(never)]
-    fn place_slow(&self, layout: Layout, piece: bool) -> Result<NonNull<u8>, Failure> {
+    fn place_slow(&self, layout: Layout, how: Placing) -> Result<NonNull<u8>, Failure> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
         }
@@ -728,7 +750,7 @@ impl<A: Allocator> SyncArena<A> {
         if let Some(c) = take_spare(&mut chunks, layout) {
             return self.install(&mut chunks, c, layout);
         }
-        let (size, nominal) = self.new_chunk_size(&chunks, layout, piece)?;
+        let (size, nominal) = self.new_chunk_size(&chunks, layout, how)?;
         let (taken, mut chunks) = self.unlocked(chunks, size, || self.take_block(size));
         let c = taken?;
         chunks.record(size, nominal);
@@ -848,7 +870,7 @@ impl<A: Allocator> SyncArena<A> {
         &self,
         chunks: &Chunks,
         layout: Layout,
-        piece: bool,
+        how: Placing,
     ) -> Result<(usize, usize), Failure> {
         // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
         let padded = Layout::from_size_align(
@@ -859,9 +881,9 @@ impl<A: Allocator> SyncArena<A> {
             layout.align(),
         )
         .map_err(|_| Failure::CapacityOverflow)?;
-        let (mut size, mut nominal) =
-            chunk_size_for(padded, chunks.growth, false).ok_or(Failure::CapacityOverflow)?;
-        if piece {
+        let (mut size, mut nominal) = chunk_size_for(padded, chunks.growth, how == Placing::Grown)
+            .ok_or(Failure::CapacityOverflow)?;
+        if how == Placing::Piece {
             // A piece gets a chunk that it fills (see `place_piece`).
             let own = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
             (size, nominal) = (own, own);
@@ -1213,12 +1235,25 @@ impl<A: Allocator> SyncArena<A> {
         if self.raise_probe_for(p, old, new) && unsafe { self.grow_in_place(p, old, new, zeroed) } {
             return Ok(p);
         }
-        let q = self.place(new)?;
-        // The old block is not given back: `q` was bumped after it (or in a newer chunk), so it is
-        // no longer the last block.
+        let left = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
+        let q = self.place_grown(new)?;
         // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`; `p` is
         // readable for `old.size()` bytes and `q` writable for more.
         unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
+        // The old block goes back when it was the last of the chunk the grow left (copied
+        // first: once given back, another thread may bump over it). The compare-and-swap
+        // succeeds only when its end is that chunk's cursor, so when nothing was bumped after
+        // it there (`q` was not: it went to another chunk, or after the cursor).
+        if old.size() != 0 {
+            if let Some(c) = left {
+                // `p + old` ends the caller's block, so it does not overflow.
+                if c.move_cursor(p.addr().get() + old.size(), p.addr().get())
+                    && old.size() >= LARGE_THRESHOLD
+                {
+                    self.note_rollback(old.size());
+                }
+            }
+        }
         if zeroed {
             // SAFETY: `q` is writable for `new.size()` bytes.
             unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
@@ -1318,7 +1353,7 @@ impl<A: Allocator> Core for SyncArena<A> {
 
     #[inline(always)]
     fn core_alloc_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.place_slow(layout, false)
+        self.place_slow(layout, Placing::Block)
     }
 
     /// [`place`](SyncArena::place), the shared path's own allocation (an empty layout gets its
