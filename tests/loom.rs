@@ -75,8 +75,9 @@ fn assert_disjoint(blocks: &[Block]) {
     }
 }
 
-/// Two threads bump the same arena; blocks of 200 bytes fill the 480-byte first chunk after two,
-/// so the refill path (lock, re-check, new chunk, publish) races with the other thread's bumps.
+/// Two threads bump the same arena; a block of 200 bytes fills the first chunk (208 bytes of
+/// room), so the refill path (lock, re-check, new chunk, publish) races with the other thread's
+/// bumps.
 #[test]
 fn shared_bump_and_refill() {
     model("shared_bump_and_refill", || {
@@ -119,6 +120,42 @@ fn give_back_races_with_bump() {
         other.join().unwrap();
         b.check();
     });
+}
+
+/// A grow that does not fit moves the block to a new chunk and gives the old one back to the
+/// chunk it left (its cursor moves down) while the other thread bumps, in that chunk or the new
+/// one: the grown block keeps its contents, and no block overlaps another.
+#[test]
+fn a_moving_grow_gives_back_while_another_thread_bumps() {
+    model(
+        "a_moving_grow_gives_back_while_another_thread_bumps",
+        || {
+            let arena = Arc::new(SyncArena::new());
+            let old = Layout::from_size_align(120, 8).unwrap();
+            let new = Layout::from_size_align(400, 8).unwrap();
+            let small = Layout::from_size_align(40, 8).unwrap();
+            let p = Block::new(arena.allocate(old).unwrap().cast(), 120, 0x17).ptr;
+            let other = {
+                let arena = arena.clone();
+                thread::spawn(move || {
+                    (0..2)
+                        .map(|_| Block::new(arena.allocate(small).unwrap().cast(), 40, 0x28))
+                        .collect::<Vec<_>>()
+                })
+            };
+            // SAFETY: `p` was allocated with `old`, and `new` is larger with the same alignment.
+            let q = unsafe { arena.grow(p, old, new) }.unwrap().cast::<u8>();
+            // SAFETY: the grown block holds the 120 bytes copied (or kept) from the old one.
+            let kept = unsafe { std::slice::from_raw_parts(q.as_ptr(), 120) };
+            assert!(
+                kept.iter().all(|&b| b == 0x17),
+                "the grown block lost its contents"
+            );
+            let mut blocks = vec![Block::new(q, 400, 0x39)];
+            blocks.extend(other.join().unwrap());
+            assert_disjoint(&blocks);
+        },
+    );
 }
 
 /// Two `LocalArena`s take pieces and bump inside them while the shared path bumps too; dropping
