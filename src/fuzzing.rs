@@ -10,6 +10,9 @@ pub const CHUNK_ALIGN: usize = crate::arena::fuzzing::CHUNK_ALIGN;
 pub const HEADER_SIZE: usize = crate::arena::fuzzing::HEADER_SIZE;
 /// Block size of the first regular arena chunk.
 pub const FIRST_CHUNK_SIZE: usize = crate::arena::fuzzing::FIRST_CHUNK_SIZE;
+/// Later regular arena chunks, and chunks sized for a capacity, are multiples of this (up to a
+/// page, and up to 32 KiB, respectively).
+pub const SIZE_UNIT: usize = crate::arena::fuzzing::SIZE_UNIT;
 /// Regular arena chunks stop growing at this size.
 pub const MAX_CHUNK_SIZE: usize = crate::arena::fuzzing::MAX_CHUNK_SIZE;
 

@@ -76,12 +76,15 @@ fn min_chunk_model(size: u128, align: u128) -> Option<u128> {
     (own <= USIZE_MAX && valid(own, f::CHUNK_ALIGN as u128)).then_some(own)
 }
 
-/// Half the sum of the regular chunks so far, within the bounds, rounded up to 512 bytes up to a
-/// page (4 KiB) and to whole pages above.
+/// The first chunk's size when none was taken; then half the sum of the regular chunks so far,
+/// within the bounds, rounded up to 512 bytes up to a page (4 KiB) and to whole pages above.
 fn regular_nominal_model(growth: u128) -> u128 {
-    let half = (growth / 2).clamp(f::FIRST_CHUNK_SIZE as u128, f::MAX_CHUNK_SIZE as u128);
+    if growth == 0 {
+        return f::FIRST_CHUNK_SIZE as u128;
+    }
+    let half = (growth / 2).clamp(f::SIZE_UNIT as u128, f::MAX_CHUNK_SIZE as u128);
     if half <= 4096 {
-        half.next_multiple_of(f::FIRST_CHUNK_SIZE as u128)
+        half.next_multiple_of(f::SIZE_UNIT as u128)
     } else {
         half.next_multiple_of(4096)
     }
@@ -115,12 +118,11 @@ fn chunk_size_model(size: u128, align: u128, growth: u128, slack: bool) -> Optio
     })
 }
 
-/// A block size rounded up to a multiple of the first chunk's size (512) up to 32 KiB and to
-/// whole pages (4 KiB) above.
+/// A block size rounded up to a multiple of 512 bytes up to 32 KiB and to whole pages (4 KiB)
+/// above.
 fn round_block_model(required: u128) -> u128 {
-    let first = f::FIRST_CHUNK_SIZE as u128;
     if required <= 8 * 4096 {
-        required.max(first).next_multiple_of(first)
+        required.next_multiple_of(f::SIZE_UNIT as u128)
     } else {
         required.next_multiple_of(4096)
     }
@@ -186,14 +188,16 @@ fn check_chunks(input: &Input) {
         "regular_nominal({growth})"
     );
     assert!(
-        nominal.is_multiple_of(f::FIRST_CHUNK_SIZE as u128) && nominal <= f::MAX_CHUNK_SIZE as u128
+        (g == 0 && nominal == f::FIRST_CHUNK_SIZE as u128)
+            || (nominal.is_multiple_of(f::SIZE_UNIT as u128)
+                && nominal <= f::MAX_CHUNK_SIZE as u128)
     );
     assert!(
         nominal >= (g / 2).min(f::MAX_CHUNK_SIZE as u128),
         "chunks grow with the sum taken: at least half of it, up to the cap"
     );
     assert!(
-        nominal <= (g / 2).max(f::FIRST_CHUNK_SIZE as u128) + 4096,
+        nominal <= (g / 2).max(f::SIZE_UNIT as u128) + 4096,
         "a regular chunk is at most half the sum taken, rounded up"
     );
 

@@ -25,7 +25,7 @@ pub(crate) const FIRST_CHUNK_SIZE: usize = 256;
 
 /// Later regular chunks, and the chunks sized for a capacity, are whole multiples of this (up to
 /// a page for regular chunks, up to 32 KiB for a capacity; whole pages above).
-const SIZE_UNIT: usize = 512;
+pub(crate) const SIZE_UNIT: usize = 512;
 
 /// Regular chunks stop growing at this size; larger requests get a chunk of their own.
 pub(crate) const MAX_CHUNK_SIZE: usize = 16 << 20;

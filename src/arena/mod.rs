@@ -49,7 +49,7 @@ pub(crate) use typed::Core;
 #[cfg(fuzzing)]
 pub(crate) mod fuzzing {
     pub(crate) use super::chunk::{
-        CHUNK_ALIGN, FIRST_CHUNK_SIZE, HEADER_SIZE, MAX_CHUNK_SIZE, chunk_size_for,
+        CHUNK_ALIGN, FIRST_CHUNK_SIZE, HEADER_SIZE, MAX_CHUNK_SIZE, SIZE_UNIT, chunk_size_for,
         chunk_size_for_capacity, min_chunk_size, regular_nominal,
     };
 }
