@@ -287,11 +287,11 @@ pub(crate) fn min_chunk_size(layout: Layout) -> Option<usize> {
 
 /// The nominal size of the next regular chunk for a growth state (the sum of the regular chunks
 /// so far): [`FIRST_CHUNK_SIZE`] for the first, then half the sum, rounded up to [`SIZE_UNIT`]
-/// up to a page and to whole pages above, from [`SIZE_UNIT`] up to [`MAX_CHUNK_SIZE`]. The chunks together grow by half with each new
-/// one, so a fresh arena holds about 1.5x the chunks it has filled (doubling would be 2x; what
-/// it handed out can be less, by the rest of each chunk a block did not fit);
-/// a reset loop settles in one chunk through retention, which renews the chunks for the cycle's
-/// need (see `retention`).
+/// up to a page and to whole pages above, from [`SIZE_UNIT`] up to [`MAX_CHUNK_SIZE`]. The
+/// chunks together grow by half with each new one, so a fresh arena holds about 1.5x the chunks
+/// it has filled (doubling would be 2x; what it handed out can be less, by the rest of each chunk
+/// a block did not fit); a reset loop settles in one chunk through retention, which renews the
+/// chunks for the cycle's need (see `retention`).
 pub(crate) fn regular_nominal(growth: usize) -> usize {
     if growth == 0 {
         return FIRST_CHUNK_SIZE;
@@ -321,8 +321,8 @@ pub(crate) fn chunk_size_for_capacity(capacity: usize) -> Option<(usize, usize)>
     Some((size, nominal))
 }
 
-/// A block size rounded up a little, as malloc likes it: to [`SIZE_UNIT`] (512 bytes) up to 32 KiB,
-/// to whole pages above; `None` on overflow.
+/// A block size rounded up a little, as malloc likes it: to [`SIZE_UNIT`] (512 bytes) up to
+/// 32 KiB, to whole pages above; `None` on overflow.
 fn round_block(required: usize) -> Option<usize> {
     if required <= 8 * PAGE {
         Some(required.next_multiple_of(SIZE_UNIT))

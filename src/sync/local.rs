@@ -81,8 +81,8 @@ pub struct LocalArena<'a, A: Allocator = Global> {
 unsafe impl<A: Allocator + Sync> Send for LocalArena<'_, A> {}
 
 /// The largest regular piece a handle takes (nominal bytes): pieces grow as an `Arena`'s chunks
-/// do (256 B, 512 B, …) up to this, so a handle dropped while other threads bump leaves at most this much unused behind.
-/// Requests larger than a piece still get a piece of their own size.
+/// do (256 B, 512 B, …) up to this, so a handle dropped while other threads bump leaves at most
+/// this much unused behind. Requests larger than a piece still get a piece of their own size.
 const PIECE_CAP: usize = 256 * 1024;
 
 impl<'a, A: Allocator> LocalArena<'a, A> {
