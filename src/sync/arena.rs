@@ -165,10 +165,14 @@ impl Chunk {
 enum Placing {
     /// A block: a regular chunk of the growth state (or one of its own size, if larger).
     Block,
-    /// The new block of a grow that moved: as `Block`, with room to grow to twice its size
-    /// where it lands when the chunk is of its own size.
+    /// The new block of a grow that could not stay in place: as `Block`, with room to go on
+    /// growing in place (twice its size, as `Arena`'s growing blocks get) when the chunk is of
+    /// its own size.
     Grown,
-    /// A [`LocalArena`]'s piece: a chunk it fills (see [`SyncArena::place_piece`]).
+    /// A [`LocalArena`]'s piece: a chunk of the piece's own size (or the chunk a reset planned),
+    /// not a regular chunk of the growth state. A handle's pieces grow like an arena's chunks,
+    /// so a regular chunk sized for them would keep a rest that the handle's next, larger piece
+    /// does not fit: memory held twice over, once by each level of growth.
     Piece,
 }
 
@@ -693,25 +697,13 @@ impl<A: Allocator> SyncArena<A> {
         self.place_slow(layout, Placing::Block)
     }
 
-    /// Places the new block of a grow that could not stay in place: as [`place`](Self::place),
-    /// but a new chunk taken for it has room for the block to go on growing in place (twice its
-    /// size, as `Arena`'s growing blocks get).
-    fn place_grown(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+    /// Places a request whose new chunk, if it needs one, is sized as `how` says (a grown block
+    /// or a [`LocalArena`]'s piece, see [`Placing`]): bumped in the current chunk when it has
+    /// room, else through [`place_slow`](Self::place_slow).
+    fn place_as(&self, layout: Layout, how: Placing) -> Result<NonNull<u8>, Failure> {
         match self.core_bump(layout) {
             Some(p) => Ok(p),
-            None => self.place_slow(layout, Placing::Grown),
-        }
-    }
-
-    /// Places a [`LocalArena`]'s piece: bumped in the current chunk when it has room, else in a
-    /// new chunk of the piece's own size (or the chunk a reset planned), not a regular chunk of
-    /// the growth state. A handle's pieces grow like an arena's chunks, so a regular chunk
-    /// sized for them would keep a rest that the handle's next, larger piece does not fit:
-    /// memory held twice over, once by each level of growth.
-    fn place_piece(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        match self.core_bump(layout) {
-            Some(p) => Ok(p),
-            None => self.place_slow(layout, Placing::Piece),
+            None => self.place_slow(layout, how),
         }
     }
 
@@ -884,7 +876,7 @@ impl<A: Allocator> SyncArena<A> {
         let (mut size, mut nominal) = chunk_size_for(padded, chunks.growth, how == Placing::Grown)
             .ok_or(Failure::CapacityOverflow)?;
         if how == Placing::Piece {
-            // A piece gets a chunk that it fills (see `place_piece`).
+            // A piece gets a chunk that it fills (see `Placing::Piece`).
             let own = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
             (size, nominal) = (own, own);
         }
@@ -1059,7 +1051,7 @@ impl<A: Allocator> fmt::Debug for SyncArena<A> {
 /// A [`LocalArena`]'s pieces: blocks of the shared arena, owned by it until reset or drop.
 impl<A: Allocator> ChunkSource for SyncArena<A> {
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
-        let p = self.place_piece(layout)?;
+        let p = self.place_as(layout, Placing::Piece)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
@@ -1236,7 +1228,7 @@ impl<A: Allocator> SyncArena<A> {
             return Ok(p);
         }
         let left = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
-        let q = self.place_grown(new)?;
+        let q = self.place_as(new, Placing::Grown)?;
         // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`; `p` is
         // readable for `old.size()` bytes and `q` writable for more.
         unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
