@@ -706,3 +706,56 @@ fn a_sync_arena_vector_that_moves_gives_its_old_buffer_back() {
     );
     assert_within("SyncArena: peak", meter.peak(), 4 * buffer);
 }
+
+/// Bytes held and backing calls made after each of `cycles` cycles of `n` blocks of `T`, on a
+/// `LocalArena` handle (a new one each cycle) and on an `Arena`, each reset after every cycle.
+fn steady_local_and_arena<T: Default>(n: usize, cycles: usize) -> [Vec<(usize, usize)>; 2] {
+    let local_meter = Meter::default();
+    let mut shared = SyncArena::new_in(&local_meter);
+    let arena_meter = Meter::default();
+    let mut arena = Arena::new_in(&arena_meter);
+    let mut after = [Vec::new(), Vec::new()];
+    for _ in 0..cycles {
+        {
+            let local = shared.local();
+            for _ in 0..n {
+                local.alloc(T::default());
+                arena.alloc(T::default());
+            }
+        }
+        shared.reset();
+        arena.reset();
+        after[0].push((local_meter.held(), local_meter.calls()));
+        after[1].push((arena_meter.held(), arena_meter.calls()));
+    }
+    after
+}
+
+#[test]
+fn a_local_handles_steady_loop_settles_in_about_what_an_arena_keeps() {
+    // Each cycle's handle grows its pieces as an arena grows its chunks, and its last piece
+    // takes the rest of the chunk the reset kept rather than a chunk of its own; the handle
+    // gives back the unused end of that piece and counts only what it used of it. So the reset
+    // keeps what a cycle needs, as an `Arena`'s does (before, the whole last piece counted: 18
+    // 416 bytes held for 10 007 bytes of `u8`s, against the `Arena`'s 11 248).
+    for n in [scaled(10_007, 1_000), scaled(30_011, 2_000)] {
+        let [local, arena] = steady_local_and_arena::<u8>(n, 6);
+        let (held, calls) = local[2];
+        assert!(
+            local[2..].iter().all(|&c| c == (held, calls)),
+            "u8 x {n}: the handle's loop has not settled: {local:?}"
+        );
+        assert_within("LocalArena steady u8", held, arena[5].0 * 11 / 10 + 256);
+        let [local, arena] = steady_local_and_arena::<[u8; 31]>(n / 4, 6);
+        let (held, calls) = local[2];
+        assert!(
+            local[2..].iter().all(|&c| c == (held, calls)),
+            "[u8; 31] x {n}: the handle's loop has not settled: {local:?}"
+        );
+        assert_within(
+            "LocalArena steady [u8; 31]",
+            held,
+            arena[5].0 * 11 / 10 + 256,
+        );
+    }
+}

@@ -166,8 +166,12 @@ unsafe impl BenchAlloc for arena_pool::SizeClassPool {
 
 /// A [`arena_pool::LocalArena`] handle on a `SyncArena` the adapter owns; `reset` drops the
 /// handle, resets the arena and takes a new handle.
+///
+/// The handle borrows the arena, so the arena lives in a `Box`. The memory meter does not count
+/// that box ([`meter::unmetered`]), as no column counts the allocator's own struct (the other
+/// adapters hold theirs inline): its memory column is the arena's chunks and blocks.
 pub struct LocalHandle {
-    /// Owned (from `Box::into_raw`), freed in `Drop` after the handle.
+    /// Owned (from `Box::leak`), freed in `Drop` after the handle.
     shared: NonNull<arena_pool::SyncArena>,
     local: core::mem::ManuallyDrop<arena_pool::LocalArena<'static>>,
 }
@@ -181,10 +185,17 @@ impl LocalHandle {
 impl Drop for LocalHandle {
     fn drop(&mut self) {
         // SAFETY: the handle is dropped once, here, before the arena it borrows; the arena came
-        // from `Box::into_raw` and nothing refers to it after the handle.
+        // from `Box::leak` and nothing refers to it after the handle. The arena is dropped in
+        // place (its chunks' frees are counted), then its box is freed uncounted, as it was
+        // taken (a `Box<MaybeUninit<_>>` of the same layout frees without dropping again).
         unsafe {
             core::mem::ManuallyDrop::drop(&mut self.local);
-            drop(Box::from_raw(self.shared.as_ptr()));
+            core::ptr::drop_in_place(self.shared.as_ptr());
+            let slot = self
+                .shared
+                .as_ptr()
+                .cast::<core::mem::MaybeUninit<arena_pool::SyncArena>>();
+            meter::unmetered(|| drop(Box::from_raw(slot)));
         }
     }
 }
@@ -194,7 +205,10 @@ impl Drop for LocalHandle {
 unsafe impl BenchAlloc for LocalHandle {
     const NAME: &'static str = "arena-pool-LocalArena";
     fn new() -> Self {
-        let shared = NonNull::from(Box::leak(Box::new(arena_pool::SyncArena::new())));
+        // The box is not counted (see the type's docs); the arena takes no memory until used.
+        let shared = NonNull::from(Box::leak(meter::unmetered(|| {
+            Box::new(arena_pool::SyncArena::new())
+        })));
         // SAFETY: the arena lives until `Drop`, after the handle (see there).
         let local = unsafe { shared.as_ref() }.local();
         LocalHandle {

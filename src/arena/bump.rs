@@ -457,6 +457,20 @@ impl RawArena {
                 nominal = nominal.min(size);
             }
         }
+        // A source holding a rest of its own (a `SyncArena`'s current chunk, for a handle's
+        // piece) gives it when the request fits there (a growing block with room to grow to
+        // twice its size). A piece sized by growth alone would leave that rest behind and take
+        // a chunk of its own size: a new block of the backing allocator in every cycle whose
+        // last piece outgrows what the reset kept.
+        let room = src.spare_room();
+        if room < size
+            && room >= FIRST_CHUNK_SIZE
+            && min_chunk_size(layout)
+                .is_some_and(|own| own.saturating_mul(if slack { 2 } else { 1 }) <= room)
+        {
+            size = room;
+            nominal = nominal.min(size);
+        }
         let c = self.take_block(size, nominal, src)?;
         self.plan.set(0);
         Ok(c)
@@ -1555,6 +1569,20 @@ impl RawArena {
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `LocalArena`
     pub(crate) fn free_range(&self) -> (NonNull<u8>, NonNull<u8>) {
         (self.ptr.get(), self.end.get())
+    }
+
+    /// Whether the current chunk hands out nothing now: every block bumped in it (if any) was
+    /// rolled back, so how far it reached is not known.
+    pub(crate) fn current_is_bare(&self) -> bool {
+        self.chunk
+            .get()
+            .is_some_and(|c| self.ptr.get() == c.start())
+    }
+
+    /// Bytes the cycle's recorded peak exceeds what is in use now (roll-backs seen at the slow
+    /// points where the peak is noted).
+    pub(crate) fn peak_above_use(&self) -> usize {
+        self.cycle_peak.get().saturating_sub(self.in_use())
     }
 
     /// Chunks held.

@@ -97,6 +97,15 @@ pub(crate) trait ChunkSource {
     /// Whether the `Allocator` methods of the arenas on this source panic when that limit is
     /// reached, instead of returning `AllocError` (asked on failure paths only).
     fn panics_on_limit(&self) -> bool;
+
+    /// Bytes of a chunk this source can hand out from memory it already holds: for a
+    /// [`SyncArena`](crate::SyncArena), the rest of its current chunk, which a `LocalArena`'s
+    /// next piece takes when its request fits there (see `RawArena::take_chunk`); 0 for a
+    /// backing allocator. A hint read without a lock: another thread may take the rest first,
+    /// and the piece then gets a chunk of its own.
+    fn spare_room(&self) -> usize {
+        0
+    }
 }
 
 /// A chunk, seen through its header pointer. Copyable handle; the arena owns the memory.

@@ -493,10 +493,13 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// Forgets every block, gives the large blocks back, and keeps one chunk, sized for what
-    /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does (the pieces of
-    /// `LocalArena` handles count as used in full, and an oversized chunk is first kept under a
-    /// probe, which requests that reach it raise under the refill lock); every other chunk goes
-    /// back to the backing allocator.
+    /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does; every other chunk
+    /// goes back to the backing allocator. A `LocalArena` handle's pieces count as used in full,
+    /// except the last one of a dropped handle, which counts what the handle used of it (in full
+    /// when the handle had rolled back every block in it); and a new piece takes the rest of the
+    /// current chunk when the request it is for fits there, so a steady loop of handles settles
+    /// in one chunk. An oversized chunk is first kept under a probe, which requests that reach it raise
+    /// under the refill lock.
     pub fn reset(&mut self) {
         self.free_all_large();
         let chunks = self.chunks.get_mut();
@@ -650,7 +653,7 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// Statistics, as for [`Arena`](crate::Arena). `used_bytes` counts the pieces taken by
-    /// [`LocalArena`]s in full.
+    /// [`LocalArena`]s in full (but the unused end a dropped handle gave back).
     pub fn stats(&self) -> ArenaStats {
         let chunks = self.chunks.lock();
         let mut used_bytes = 0;
@@ -1053,6 +1056,24 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
         let p = self.place_as(layout, Placing::Piece)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    /// The room a piece (`CHUNK_ALIGN`-aligned) has in the current chunk, up to its limit.
+    fn spare_room(&self) -> usize {
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
+            return 0;
+        };
+        // Relaxed, as in `bump`: a stale value only makes the hint wrong, and a piece that does
+        // not fit takes the locked path.
+        let h = c.header();
+        let Some(from) = h
+            .cursor
+            .load(Ordering::Relaxed)
+            .checked_next_multiple_of(CHUNK_ALIGN)
+        else {
+            return 0;
+        };
+        h.limit.load(Ordering::Relaxed).saturating_sub(from) & !(CHUNK_ALIGN - 1)
     }
 
     unsafe fn deallocate_chunk(&self, _ptr: NonNull<u8>, _layout: Layout) {

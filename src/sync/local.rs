@@ -14,7 +14,8 @@ use crate::sync::SyncArena;
 /// A per-thread handle on a [`SyncArena`], made by [`SyncArena::local`].
 ///
 /// It takes pieces of the shared arena (one compare-and-swap each, growing geometrically like an
-/// [`Arena`](crate::Arena)'s chunks) and bumps inside them with plain loads and stores: the same
+/// [`Arena`](crate::Arena)'s chunks, or the rest of the shared chunk when the request fits there)
+/// and bumps inside them with plain loads and stores: the same
 /// fast path as `Arena`. It has the typed API ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s
 /// statistics and implements [`Allocator`], growing, shrinking and freeing its last block in
 /// place.
@@ -216,6 +217,10 @@ impl<A: Allocator> ChunkSource for LocalArena<'_, A> {
     fn panics_on_limit(&self) -> bool {
         self.shared.panics_on_limit()
     }
+
+    fn spare_room(&self) -> usize {
+        self.shared.spare_room()
+    }
 }
 
 impl<A: Allocator> Drop for LocalArena<'_, A> {
@@ -226,10 +231,19 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
         // The shared arena hands these bytes out without poisoning (ASan builds).
         crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
         if self.shared.give_back(from, to) {
-            // A roll-back on the shared chunk that hides what the handle used (its own blocks
-            // rolled back before it, inside its piece): the shared arena's reset must see it.
-            self.shared
-                .note_rollback(to.addr().get() - from.addr().get());
+            // A roll-back on the shared chunk hides what the handle used above `from` (its own
+            // blocks rolled back inside its piece): the shared arena's reset must see it. When
+            // the piece hands out nothing, how far it reached is unknown, and it counts in full
+            // (as `Arena`'s reset bounds an emptied last chunk); otherwise what the handle
+            // recorded, as an `Arena` records it.
+            let unseen = if self.raw.current_is_bare() {
+                to.addr().get() - from.addr().get()
+            } else {
+                self.raw.peak_above_use()
+            };
+            if unseen != 0 {
+                self.shared.note_rollback(unseen);
+            }
         }
         // Its large blocks outlive it too: the shared arena frees them on reset or drop.
         self.shared.adopt_large(self.raw.large_list());
