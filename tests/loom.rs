@@ -229,6 +229,35 @@ fn a_probe_passed_by_two_threads() {
     });
 }
 
+/// Two threads find the chunk a reset kept full at once, when that reset planned the next chunk
+/// for a spike (a large block of 100 000 bytes; the chunk kept is the 256-byte first one). The
+/// planned chunk is for one of them: the other takes a regular chunk, or uses the planned one
+/// if it is installed first, but never a second planned chunk.
+#[test]
+fn two_threads_take_a_planned_chunk_once() {
+    model("two_threads_take_a_planned_chunk_once", || {
+        let mut arena = SyncArena::new();
+        arena.alloc(1u8);
+        arena.alloc_slice_fill_copy(100_000, 1u8);
+        arena.reset();
+        let arena = Arc::new(arena);
+        let layout = Layout::from_size_align(3000, 8).unwrap();
+        let other = {
+            let arena = arena.clone();
+            thread::spawn(move || Block::new(arena.allocate(layout).unwrap().cast(), 3000, 0x17))
+        };
+        let mine = Block::new(arena.allocate(layout).unwrap().cast(), 3000, 0x28);
+        let blocks = [mine, other.join().unwrap()];
+        assert_disjoint(&blocks);
+        // One planned chunk (about 104 KiB), the kept one, and at most a regular chunk.
+        let held = arena.stats().allocated_bytes_including_metadata;
+        assert!(
+            held < 150_000,
+            "{held} bytes held: the planned chunk was taken twice"
+        );
+    });
+}
+
 /// A block allocated on one thread is freed on another (into its owner's shard) while the owner
 /// allocates: the slot is reused by exactly one owner, and the counts stay exact. With two shards
 /// the threads use different ones (a remote free); with one, they contend for the same lock.

@@ -746,10 +746,21 @@ impl<A: Allocator> SyncArena<A> {
             return self.install(&mut chunks, c, layout);
         }
         let (size, nominal) = self.new_chunk_size(&chunks, layout, how)?;
+        // A reset plans one chunk: a thread that comes for a chunk while this one takes it sizes
+        // its own by growth (and keeps it as a spare if this one is installed first), rather
+        // than both taking the planned size. A failure leaves the plan as it was.
+        let plan = core::mem::take(&mut chunks.plan);
         let (taken, mut chunks) = self.unlocked(chunks, size, || self.take_block(size));
-        let c = taken?;
+        let c = match taken {
+            Ok(c) => c,
+            Err(e) => {
+                if chunks.plan == 0 {
+                    chunks.plan = plan;
+                }
+                return Err(e);
+            }
+        };
         chunks.record(size, nominal);
-        chunks.plan = 0;
         // Another thread, or a nested call from the backing allocator, may have installed a
         // chunk with room meanwhile: use it, and keep the new chunk for later.
         if let Some(p) = self.bump_current(layout) {
