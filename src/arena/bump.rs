@@ -1573,6 +1573,7 @@ impl RawArena {
 
     /// Whether the current chunk hands out nothing now: every block bumped in it (if any) was
     /// rolled back, so how far it reached is not known.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `LocalArena`
     pub(crate) fn current_is_bare(&self) -> bool {
         self.chunk
             .get()
@@ -1581,6 +1582,7 @@ impl RawArena {
 
     /// Bytes the cycle's recorded peak exceeds what is in use now (roll-backs seen at the slow
     /// points where the peak is noted).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `LocalArena`
     pub(crate) fn peak_above_use(&self) -> usize {
         self.cycle_peak.get().saturating_sub(self.in_use())
     }
