@@ -744,7 +744,13 @@ impl RawArena {
             }
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.grow_elsewhere::<S, ALLOCATOR>(p, old, new, zeroed, src) }
+        unsafe {
+            if zeroed {
+                self.grow_elsewhere::<S, ALLOCATOR, true>(p, old, new, src)
+            } else {
+                self.grow_elsewhere::<S, ALLOCATOR, false>(p, old, new, src)
+            }
+        }
     }
 
     /// The common way a block that is not last grows: a small block copied to a fresh block
@@ -785,22 +791,21 @@ impl RawArena {
     /// As for [`grow`](Self::grow).
     #[cold]
     #[inline(never)]
-    unsafe fn grow_elsewhere<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
+    unsafe fn grow_elsewhere<S: ChunkSource + ?Sized, const ALLOCATOR: bool, const ZEROED: bool>(
         &self,
         p: NonNull<u8>,
         old: Layout,
         new: Layout,
-        zeroed: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
-        if !zeroed {
+        if !ZEROED {
             // SAFETY: forwarded from the caller.
             if let Some(q) = unsafe { self.grow_to_bump(p, old.size(), new) } {
                 return Ok(q);
             }
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.grow_moving_or_raise::<S, ALLOCATOR>(p, old, new, zeroed, src) }
+        unsafe { self.grow_moving_or_raise::<S, ALLOCATOR>(p, old, new, ZEROED, src) }
     }
 
     /// The rest of [`grow_elsewhere`](Self::grow_elsewhere), out of line so that the common
