@@ -195,6 +195,43 @@ fn local_pieces_and_give_back() {
     });
 }
 
+/// A handle's last block grows past its piece while another thread places a block in the same
+/// chunk: the piece lengthens in place only if nothing was placed after it (the cursor decides),
+/// and otherwise the block moves; either way no two blocks overlap and the contents stay.
+#[test]
+fn a_piece_grows_in_place_while_another_thread_places() {
+    model("a_piece_grows_in_place_while_another_thread_places", || {
+        let arena = Arc::new(SyncArena::with_capacity(4096));
+        let other = {
+            let arena = arena.clone();
+            thread::spawn(move || {
+                let d = arena.alloc([0x44u8; 48]) as *mut [u8; 48];
+                d as usize
+            })
+        };
+        let local = arena.local();
+        let old = Layout::from_size_align(16, 8).unwrap();
+        let p = local.allocate(old).unwrap().cast::<u8>();
+        // SAFETY: `p` was just allocated for 16 bytes.
+        unsafe { p.as_ptr().write_bytes(0x55, 16) };
+        let new = Layout::from_size_align(local.chunk_capacity() + 64, 8).unwrap();
+        // SAFETY: `p` is a live block of `old` from `local`, and `new` is larger.
+        let q = unsafe { local.grow(p, old, new) }.unwrap().cast::<u8>();
+        // SAFETY: `q` holds `new.size()` bytes, the first 16 of them kept from `p`.
+        let kept = unsafe { std::slice::from_raw_parts(q.as_ptr(), 16) };
+        assert!(kept.iter().all(|&b| b == 0x55), "contents lost");
+        let grown = Block::new(q, new.size(), 0x66);
+        let d = other.join().unwrap();
+        let placed = Block {
+            ptr: NonNull::new(d as *mut u8).unwrap(),
+            len: 48,
+            fill: 0x44,
+        };
+        assert_disjoint(&[grown, placed]);
+        drop(local);
+    });
+}
+
 /// Two threads pass a reset's probe (see `retention` in the crate): the chunk a reset kept is
 /// held below its end, and each request that meets the hold raises it under the lock while the
 /// other thread bumps. Set up as the crate's unit test `probed_arena` checks that a probe is set:

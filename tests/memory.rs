@@ -584,7 +584,10 @@ fn a_handles_dropped_tail_counts_at_the_shared_reset() {
     // A handle's vector is rolled back inside its piece when dropped, and the handle gives the
     // piece's unused tail back to the shared chunk: the reset must still see what the cycle
     // used, or it keeps a chunk too small, and under a limit the next cycle's vector is refused
-    // early (a limit of 8 KiB: 256 elements in the first cycle, 64 in every one after).
+    // early (a limit of 8 KiB: 256 elements in the first cycle, 64 in every one after). The
+    // cycles after the first reach at least as far, all alike: in the chunk the reset kept, the
+    // vector grows in place (under 4 KiB the first cycle's chunks hold its old buffers, so it
+    // stops at 64 elements, and every later one at 128).
     for limit in [4096, 8192, 16384] {
         let mut arena = SyncArena::new();
         arena.set_allocation_limit(Some(limit));
@@ -596,7 +599,9 @@ fn a_handles_dropped_tail_counts_at_the_shared_reset() {
             })
             .collect();
         assert!(
-            reached.iter().all(|&n| n == reached[0]),
+            reached[1..]
+                .iter()
+                .all(|&n| n == reached[1] && n >= reached[0]),
             "limit {limit}: {reached:?}"
         );
     }

@@ -251,6 +251,34 @@ fn local_last_block_grows_shrinks_and_rolls_back_in_place() {
     assert_eq!(map[&499], 1497);
 }
 
+#[test]
+fn local_last_block_grows_past_its_piece_in_place_while_nothing_follows_it() {
+    let arena = SyncArena::with_capacity(1 << 20);
+    let local = arena.local();
+    let mut v: Vec<u64, _> = Vec::new_in(&local);
+    v.push(0);
+    let first = v.as_ptr();
+    let piece = local.allocated_bytes();
+    // Far past the first piece, and past the large-block threshold: the piece lengthens into
+    // the shared chunk, as an arena's chunk holds its last block, and the vector never moves.
+    let n = if cfg!(miri) { 9_000 } else { 20_000 };
+    v.extend(1..n);
+    assert_eq!(v.as_ptr(), first, "grew in place past the piece");
+    assert!(v.iter().copied().eq(0..n));
+    // One piece, lengthened to hold the vector.
+    assert_eq!(local.stats().chunks, 1);
+    assert!(local.allocated_bytes() >= v.capacity() * 8 && local.allocated_bytes() > piece);
+    // The shared arena holds the vector and the piece's header, no abandoned copies.
+    assert!(arena.used_bytes() <= v.capacity() * 8 + 256);
+    // Another handle places a block after the piece: the next growth moves the vector.
+    let other = arena.local();
+    other.alloc(7u8);
+    let cap = v.capacity() as u64;
+    v.extend(n..=cap);
+    assert_ne!(v.as_ptr(), first, "moved once something followed the piece");
+    assert!(v.iter().copied().eq(0..=cap));
+}
+
 // ----- SyncPool, one thread -----
 
 #[test]

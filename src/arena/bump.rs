@@ -983,6 +983,17 @@ impl RawArena {
             poison(self.ptr.get().as_ptr(), saved.as_ptr());
             return Ok(q);
         }
+        // A `LocalArena`'s piece grows in place into the shared chunk while nothing was placed
+        // after it, as an arena's chunk holds its last block.
+        if let Some(q) = self.lengthen_for(new, src) {
+            if q != start {
+                // SAFETY: both ranges lie in the current chunk (`q > start`); `ptr::copy` allows
+                // them to overlap.
+                unsafe { ptr::copy(start.as_ptr(), q.as_ptr(), keep) };
+                poison(start.as_ptr(), q.as_ptr());
+            }
+            return Ok(q);
+        }
         // The old block is last again before anything else runs.
         self.ptr.set(saved);
         let chunk = self.chunk.get();
@@ -1006,6 +1017,47 @@ impl RawArena {
                 .set(self.used_before.get() - (saved.addr().get() - start.addr().get()));
         }
         Ok(q)
+    }
+
+    /// Lengthens the current chunk in place by what `layout` lacks at the position (rounded to
+    /// [`CHUNK_ALIGN`]) when its source hands it the bytes after it
+    /// ([`ChunkSource::extend_chunk`]: a `LocalArena`'s piece that ends at the shared cursor),
+    /// then bumps `layout`. `None`, with nothing changed, otherwise: no chunk, a probe holding
+    /// the end, the limit, or a source that does not extend.
+    #[cold]
+    #[inline(never)]
+    fn lengthen_for<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        src: &S,
+    ) -> Option<NonNull<u8>> {
+        let c = self.chunk.get()?;
+        let end = self.end.get();
+        if end != c.end() {
+            return None;
+        }
+        let wanted = self
+            .ptr
+            .get()
+            .addr()
+            .get()
+            .checked_next_multiple_of(layout.align())?
+            .checked_add(layout.size())?;
+        let more = wanted
+            .checked_sub(end.addr().get())?
+            .checked_next_multiple_of(CHUNK_ALIGN)?;
+        self.check_limit(more).ok()?;
+        // SAFETY: `c` is a chunk of this arena, taken from `src` (the arena's only source), and
+        // `c.size()` is its block's current length.
+        if !unsafe { src.extend_chunk(c.0.cast(), c.size(), more) } {
+            return None;
+        }
+        // SAFETY: the source handed the `more` bytes after the block to it.
+        unsafe { c.lengthen(more) };
+        self.held.set(self.held.get() + more);
+        self.end.set(c.end());
+        poison(end.as_ptr(), c.end().as_ptr());
+        self.bump(layout)
     }
 
     // ----- large blocks (see `super::large`) -----

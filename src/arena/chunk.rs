@@ -106,6 +106,21 @@ pub(crate) trait ChunkSource {
     fn spare_room(&self) -> usize {
         0
     }
+
+    /// Hands the `more` bytes right after a chunk taken from this source to that chunk, if they
+    /// are free: for a [`SyncArena`](crate::SyncArena), when the chunk (a `LocalArena`'s piece)
+    /// ends at the cursor of the current shared chunk, which has the room; never for a backing
+    /// allocator (the default). On `true` the bytes belong to the chunk's arena until the
+    /// source's reset or drop, as the chunk's own do.
+    ///
+    /// # Safety
+    /// `base` and `size` are the start and the current length of a chunk block this source
+    /// returned from [`allocate_chunk`](Self::allocate_chunk) (lengthened by earlier calls), and
+    /// the block is still in use by the arena that took it.
+    unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
+        let _ = (base, size, more);
+        false
+    }
 }
 
 /// A chunk, seen through its header pointer. Copyable handle; the arena owns the memory.
@@ -178,6 +193,17 @@ impl Chunk {
     pub(crate) fn size(self) -> usize {
         // SAFETY: as in `get_prev`.
         unsafe { (*self.0.as_ptr()).size }
+    }
+
+    /// Makes the chunk `more` bytes longer at its end.
+    ///
+    /// # Safety
+    /// The `more` bytes after the chunk's end belong to the chunk now: they lie in the same
+    /// allocation as its block, and nothing else uses them.
+    pub(crate) unsafe fn lengthen(self, more: usize) {
+        // SAFETY: as in `set_prev` (the header is the arena's alone); the caller vouches for the
+        // bytes the longer block covers.
+        unsafe { (*self.0.as_ptr()).size += more }
     }
 
     /// The chunk after this one in the ring (itself when it is alone).

@@ -1091,6 +1091,12 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
         // Pieces stay with the shared arena: the `LocalArena`'s blocks in them outlive it.
     }
 
+    /// A piece that ends at the current chunk's cursor grows as the last block does there.
+    unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
+        size.checked_add(more)
+            .is_some_and(|longer| self.grow_last(base, size, longer))
+    }
+
     /// A handle's large blocks come from the shared arena's backing allocator, counted by the
     /// shared arena (and its limit); the handle lists them, and hands them over when dropped.
     fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {

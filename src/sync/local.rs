@@ -18,7 +18,9 @@ use crate::sync::SyncArena;
 /// and bumps inside them with plain loads and stores: the same
 /// fast path as `Arena`. It has the typed API ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s
 /// statistics and implements [`Allocator`], growing, shrinking and freeing its last block in
-/// place.
+/// place. Its last block grows in place past the end of its piece too, while nothing was placed
+/// after the piece in the shared chunk: the piece lengthens into the shared chunk (one
+/// compare-and-swap), so a growing `Vec` on a handle is not copied at each piece boundary.
 ///
 /// **Its blocks belong to the `SyncArena`**: the typed helpers return references that live as
 /// long as the `&'a SyncArena` borrow, not just the handle, and dropping the handle frees
@@ -220,6 +222,11 @@ impl<A: Allocator> ChunkSource for LocalArena<'_, A> {
 
     fn spare_room(&self) -> usize {
         self.shared.spare_room()
+    }
+
+    unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shared.extend_chunk(base, size, more) }
     }
 }
 
