@@ -1019,8 +1019,9 @@ impl RawArena {
         Ok(q)
     }
 
-    /// Lengthens the current chunk in place by what `layout` lacks at the position (rounded to
-    /// [`CHUNK_ALIGN`]) when its source hands it the bytes after it
+    /// Lengthens the current chunk in place, by its own size (up to the growth cap) or else by
+    /// what `layout` lacks at the position (rounded to [`CHUNK_ALIGN`]), when its source hands it
+    /// the bytes after it
     /// ([`ChunkSource::extend_chunk`]: a `LocalArena`'s piece that ends at the shared cursor),
     /// then bumps `layout`. `None`, with nothing changed, otherwise: no chunk, a probe holding
     /// the end, the limit, or a source that does not extend.
@@ -1043,15 +1044,25 @@ impl RawArena {
             .get()
             .checked_next_multiple_of(layout.align())?
             .checked_add(layout.size())?;
-        let more = wanted
+        let needed = wanted
             .checked_sub(end.addr().get())?
             .checked_next_multiple_of(CHUNK_ALIGN)?;
-        self.check_limit(more).ok()?;
-        // SAFETY: `c` is a chunk of this arena, taken from `src` (the arena's only source), and
-        // `c.size()` is its block's current length.
-        if !unsafe { src.extend_chunk(c.0.cast(), c.size(), more) } {
+        // Room to keep growing, as a chunk taken for a growing block has: the chunk doubles (up
+        // to the growth cap) when the source has that much, else it takes what is needed.
+        let ample = needed.max(c.size().min(self.growth_cap) & !(CHUNK_ALIGN - 1));
+        let extended = |more: usize| {
+            self.check_limit(more).is_ok()
+                // SAFETY: `c` is a chunk of this arena, taken from `src` (the arena's only
+                // source), and `c.size()` is its block's current length.
+                && unsafe { src.extend_chunk(c.0.cast(), c.size(), more) }
+        };
+        let more = if extended(ample) {
+            ample
+        } else if ample != needed && extended(needed) {
+            needed
+        } else {
             return None;
-        }
+        };
         // SAFETY: the source handed the `more` bytes after the block to it.
         unsafe { c.lengthen(more) };
         self.held.set(self.held.get() + more);
