@@ -279,6 +279,27 @@ fn local_last_block_grows_past_its_piece_in_place_while_nothing_follows_it() {
     assert!(v.iter().copied().eq(0..=cap));
 }
 
+#[test]
+fn a_scope_on_a_handle_keeps_the_room_its_piece_was_lengthened_by() {
+    let arena = SyncArena::with_capacity(1 << 16);
+    let mut local = arena.local();
+    local.alloc(1u8);
+    local.as_arena_ref_mut().with_scope(|scope| {
+        // Pushed one by one, the vector grows past the piece, which lengthens.
+        let mut v: Vec<u64, _> = Vec::new_in(&*scope);
+        for i in 0..2000 {
+            v.push(i);
+        }
+        assert!(v.iter().copied().eq(0..2000));
+    });
+    // The piece is still the lengthened one, and all of it past the byte is free again.
+    assert_eq!(local.stats().chunks, 1);
+    assert!(local.chunk_capacity() >= 2000 * 8);
+    // Dropped, the handle gives all of that back to the shared chunk.
+    drop(local);
+    assert!(arena.used_bytes() < 256, "{}", arena.used_bytes());
+}
+
 // ----- SyncPool, one thread -----
 
 #[test]

@@ -97,6 +97,9 @@ pub(crate) struct RawCheckpoint {
     chunk: Option<Chunk>,
     ptr: NonNull<u8>,
     end: NonNull<u8>,
+    /// Whether `end` was the chunk's own end: a restore then gives the room up to the chunk's
+    /// end as it is then (a `LocalArena`'s piece may have been lengthened since).
+    whole: bool,
     used_before: usize,
     /// Large blocks (re)allocated from this mark on are freed by a restore.
     large: u64,
@@ -1286,6 +1289,7 @@ impl RawArena {
             chunk: self.chunk.get(),
             ptr: self.ptr.get(),
             end: self.end.get(),
+            whole: self.chunk.get().is_some_and(|c| self.end.get() == c.end()),
             used_before: self.used_before.get(),
             large: self.large.mark(),
         }
@@ -1340,11 +1344,12 @@ impl RawArena {
             }
             return;
         };
-        // A probe on that chunk may have moved up since: it only rises, and everything after `cp`
-        // is free, so the position gets the room up to it.
+        // The chunk may have been lengthened since, and a probe on it may have moved up: both
+        // only rise, and everything after `cp` is free, so the position gets the room up to them.
+        let end = if cp.whole { c.end() } else { cp.end };
         let end = match self.probe.get() {
-            Some(probe) if probe.chunk == c && probe.end > cp.end => probe.end,
-            _ => cp.end,
+            Some(probe) if probe.chunk == c && probe.end > end => probe.end,
+            _ => end,
         };
         poison(cp.ptr.as_ptr(), end.as_ptr());
         poison_chunks(self.spares(c));
