@@ -1022,12 +1022,12 @@ impl RawArena {
         Ok(q)
     }
 
-    /// Lengthens the current chunk in place, by its own size (up to the growth cap) or else by
-    /// what `layout` lacks at the position (rounded to [`CHUNK_ALIGN`]), when its source hands it
-    /// the bytes after it
+    /// Lengthens the current chunk in place when its source hands it the bytes after it
     /// ([`ChunkSource::extend_chunk`]: a `LocalArena`'s piece that ends at the shared cursor),
-    /// then bumps `layout`. `None`, with nothing changed, otherwise: no chunk, a probe holding
-    /// the end, the limit, or a source that does not extend.
+    /// by its own size (up to the growth cap) or else by what `layout` lacks at the position
+    /// (rounded to [`CHUNK_ALIGN`]), then bumps `layout`. `None`, with nothing changed,
+    /// otherwise: no chunk, a probe or a scope holding the end, the limit, or a source that
+    /// does not extend.
     #[cold]
     #[inline(never)]
     fn lengthen_for<S: ChunkSource + ?Sized>(
