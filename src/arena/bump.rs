@@ -987,15 +987,18 @@ impl RawArena {
             return Ok(q);
         }
         // A `LocalArena`'s piece grows in place into the shared chunk while nothing was placed
-        // after it, as an arena's chunk holds its last block.
-        if let Some(q) = self.lengthen_for(new, src) {
-            if q != start {
-                // SAFETY: both ranges lie in the current chunk (`q > start`); `ptr::copy` allows
-                // them to overlap.
-                unsafe { ptr::copy(start.as_ptr(), q.as_ptr(), keep) };
-                poison(start.as_ptr(), q.as_ptr());
+        // after it, as an arena's chunk holds its last block. Asked first, so that an arena
+        // over a backing allocator has no call here.
+        if src.extends_chunks() {
+            if let Some(q) = self.lengthen_for(new, src) {
+                if q != start {
+                    // SAFETY: both ranges lie in the current chunk (`q > start`); `ptr::copy`
+                    // allows them to overlap.
+                    unsafe { ptr::copy(start.as_ptr(), q.as_ptr(), keep) };
+                    poison(start.as_ptr(), q.as_ptr());
+                }
+                return Ok(q);
             }
-            return Ok(q);
         }
         // The old block is last again before anything else runs.
         self.ptr.set(saved);

@@ -1091,6 +1091,10 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
         // Pieces stay with the shared arena: the `LocalArena`'s blocks in them outlive it.
     }
 
+    fn extends_chunks(&self) -> bool {
+        true
+    }
+
     /// A piece that ends at the current chunk's cursor grows as the last block does there.
     unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
         size.checked_add(more)

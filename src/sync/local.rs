@@ -224,6 +224,10 @@ impl<A: Allocator> ChunkSource for LocalArena<'_, A> {
         self.shared.spare_room()
     }
 
+    fn extends_chunks(&self) -> bool {
+        self.shared.extends_chunks()
+    }
+
     unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
         // SAFETY: forwarded from the caller.
         unsafe { self.shared.extend_chunk(base, size, more) }
