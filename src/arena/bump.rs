@@ -97,12 +97,26 @@ pub(crate) struct RawCheckpoint {
     chunk: Option<Chunk>,
     ptr: NonNull<u8>,
     end: NonNull<u8>,
-    /// Whether `end` was the chunk's own end: a restore then gives the room up to the chunk's
-    /// end as it is then (a `LocalArena`'s piece may have been lengthened since).
-    whole: bool,
+    /// What held `end` then, so that a restore gives back the room the position had and never
+    /// more: the room above a parked position belongs to the parent.
+    room: Room,
     used_before: usize,
-    /// Large blocks (re)allocated from this mark on are freed by a restore.
+    /// Large blocks made from this mark on are freed by a restore.
     large: u64,
+}
+
+/// What bounded the position's room when a checkpoint was taken. Only the first two may rise
+/// while the checkpoint is out, and a restore follows them: everything after the checkpoint is
+/// free again, so the room up to the bound as it is then is the position's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Room {
+    /// The chunk's own end (a `LocalArena`'s piece may be lengthened since).
+    Chunk,
+    /// A reset's probe on the chunk (it only moves up).
+    Probe,
+    /// Exactly the checkpoint's `end`: a position parked by a scope (see
+    /// [`RawArena::enter_scope`]), whose chunk's bytes are the parent's, or no chunk at all.
+    Exact,
 }
 
 /// An aligned, non-null pointer for a zero-sized block.
@@ -856,7 +870,7 @@ impl RawArena {
             unsafe { self.move_last(start, new, old.size(), src) }?
         } else if let Some(b) = self.find_large(p, old) {
             // SAFETY: `b` is the caller's block, of `old`; `new` is larger.
-            return unsafe { self.resize_large(b, old, new, zeroed, src) };
+            return unsafe { self.resize_large(b, old, new, zeroed, false, src) };
         } else {
             let q = self.alloc(new, src)?;
             // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
@@ -931,7 +945,7 @@ impl RawArena {
                 .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?
         } else if let Some(b) = self.find_large(p, old) {
             // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
-            unsafe { self.resize_large(b, old, new, false, src) }
+            unsafe { self.resize_large(b, old, new, false, false, src) }
                 .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?
         } else {
             let q = self
@@ -1149,7 +1163,7 @@ impl RawArena {
             .run(|| unsafe { src.deallocate_large(b.block(), b.layout()) });
     }
 
-    /// Frees the large blocks (re)allocated at or after `mark` (every one for 0).
+    /// Frees the large blocks made at or after `mark` (every one for 0).
     ///
     /// # Safety
     /// None of them is used again; `src` is the arena's source.
@@ -1201,7 +1215,7 @@ impl RawArena {
         match self.large.find(p, old.align()) {
             Some(b) => {
                 // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
-                let q = unsafe { self.resize_large(b, old, new, false, src) }
+                let q = unsafe { self.resize_large(b, old, new, false, false, src) }
                     .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?;
                 Ok(NonNull::slice_from_raw_parts(q, new.size()))
             }
@@ -1209,13 +1223,20 @@ impl RawArena {
         }
     }
 
-    /// Grows or shrinks large block `b`, the caller's block of `old`, to `new`: through the
-    /// backing allocator's `grow`/`shrink` while it stays large with the same block alignment;
-    /// otherwise it moves (into a chunk when `new` is below the threshold). With `zeroed`, the
-    /// bytes past `old.size()` are zeroed. On failure (or unwind) nothing changes.
+    /// Grows or shrinks large block `b`, the caller's block of `old`, to `new`. While it stays at
+    /// least the threshold (or `settle` asks for it at any size) it stays a large block and keeps
+    /// its place in the list (its sequence number), however it moves: a scope or checkpoint that
+    /// began after it was made never frees it. A grow within the room the block was given takes
+    /// no call; otherwise the backing allocator's `grow`/`shrink` resizes it, or, when the block's
+    /// alignment changes, it moves to a new large block. Below the threshold (without `settle`)
+    /// it moves into the chunks, where its later `deallocate` and `grow` find it as they find
+    /// every block of that size. An empty `new` gives the block back. With `zeroed`, the bytes
+    /// past `old.size()` are zeroed. On failure (or unwind) nothing changes.
     ///
     /// # Safety
-    /// `b`'s data is the caller's live block of `old`, and `src` is the arena's source.
+    /// `b`'s data is the caller's live block of `old`, and `src` is the arena's source. With
+    /// `settle`, the block is never resized or deallocated again (see
+    /// [`shrink_settled`](Self::shrink_settled)).
     #[cold]
     #[inline(never)]
     unsafe fn resize_large<S: ChunkSource + ?Sized>(
@@ -1224,20 +1245,19 @@ impl RawArena {
         old: Layout,
         new: Layout,
         zeroed: bool,
+        settle: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
+        if new.size() == 0 {
+            self.note_peak(self.in_use());
+            self.large.unlink(b);
+            // SAFETY: `b` is unlinked, and the caller gives its block up for an empty one.
+            unsafe { self.release_large(b, src) };
+            return Ok(dangling(new.align()));
+        }
         let (block, _) = block_layout(new).ok_or(Failure::CapacityOverflow)?;
         let old_block = b.layout();
-        let q = if new.size() >= old.size()
-            && block.align() == old_block.align()
-            && block.size() <= old_block.size()
-        {
-            // A grow within the room the block was given: in place, no call. Like any resize it
-            // makes the block the newest (a scope it happens in frees it).
-            self.large.unlink(b);
-            self.large.push(b);
-            b.data()
-        } else if new.size() < LARGE_THRESHOLD || block.align() != old_block.align() {
+        let q = if new.size() < LARGE_THRESHOLD && !settle {
             let q = self.alloc(new, src)?;
             // SAFETY: `q` is a fresh block, distinct from `b`'s; both hold the bytes copied.
             unsafe {
@@ -1247,6 +1267,26 @@ impl RawArena {
             // SAFETY: `b` is unlinked, and its data was the caller's old block.
             unsafe { self.release_large(b, src) };
             q
+        } else if block.align() != old_block.align() {
+            self.check_limit(block.size())?;
+            let p = self.backing_call.run(|| src.allocate_large(block))?;
+            // SAFETY: a fresh block of `block`'s layout, ours alone.
+            let moved = unsafe { Large::init(p.cast(), block) };
+            // SAFETY: both blocks hold at least the bytes copied, and they are distinct.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    b.data().as_ptr(),
+                    moved.data().as_ptr(),
+                    old.size().min(new.size()),
+                )
+            };
+            self.large.replace(b, moved);
+            // SAFETY: `b` is unlinked, and its data was the caller's old block.
+            unsafe { self.release_large(b, src) };
+            moved.data()
+        } else if new.size() >= old.size() && block.size() <= old_block.size() {
+            // A grow within the room the block was given: in place, no call.
+            b.data()
         } else {
             if block.size() > old_block.size() {
                 self.check_limit(block.size() - old_block.size())?;
@@ -1263,10 +1303,10 @@ impl RawArena {
             relink.disarm();
             match resized {
                 Ok(p) => {
-                    // SAFETY: the block, moved or not, holds the old block's bytes (its header
-                    // among them) and is of `block`'s layout.
+                    // SAFETY: the block, moved or not, holds the old block's bytes (its header,
+                    // sequence number included, among them) and is of `block`'s layout.
                     let b = unsafe { Large::resized(p.cast(), block) };
-                    self.large.push(b);
+                    self.large.reinsert(b);
                     b.data()
                 }
                 Err(e) => {
@@ -1284,15 +1324,53 @@ impl RawArena {
         Ok(q)
     }
 
+    /// Shrinks a block its owner gives up for good, to become a slice that lives as long as the
+    /// arena's blocks (`into_slice`): it is never resized or deallocated again, only freed with
+    /// everything else by a reset, its scope's exit or drop. So it never moves to a new block:
+    /// the last block gives its tail back, a large block shrinks through the backing allocator
+    /// and stays a large block at any size (its place among them kept), and any other block
+    /// keeps its place. A block made before a checkpoint is thus still there when it is
+    /// restored.
+    ///
+    /// # Safety
+    /// The `Allocator::shrink` contract, with `new.align() == old.align()`; the block is not
+    /// resized or deallocated afterwards; `src` is the arena's source.
+    pub(crate) unsafe fn shrink_settled<S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        src: &S,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        debug_assert!(new.size() <= old.size() && new.align() == old.align());
+        if self.last_start(p, old.size()).is_none() {
+            if let Some(b) = self.find_large(p, old) {
+                // SAFETY: `b` is the caller's block of `old`, given up for good (the caller).
+                let q = unsafe { self.resize_large(b, old, new, false, true, src) }
+                    .map_err(|_| AllocError)?;
+                return Ok(NonNull::slice_from_raw_parts(q, new.size()));
+            }
+        }
+        // SAFETY: forwarded from the caller; with the same alignment a bump block keeps its
+        // place.
+        unsafe { self.shrink::<S, false>(p, old, new, src) }
+    }
+
     // ----- positions, scopes and reset -----
 
     /// The current position.
     pub(crate) fn checkpoint(&self) -> RawCheckpoint {
+        let end = self.end.get();
+        let room = match self.chunk.get() {
+            Some(c) if end == c.end() => Room::Chunk,
+            Some(_) if self.holding_probe().is_some() => Room::Probe,
+            _ => Room::Exact,
+        };
         RawCheckpoint {
             chunk: self.chunk.get(),
             ptr: self.ptr.get(),
-            end: self.end.get(),
-            whole: self.chunk.get().is_some_and(|c| self.end.get() == c.end()),
+            end,
+            room,
             used_before: self.used_before.get(),
             large: self.large.mark(),
         }
@@ -1307,8 +1385,10 @@ impl RawArena {
     /// When the chunk is full there is no byte to step over: the position parks at the chunk's
     /// start with no room (its bytes counted as used before it), and the child's first allocation
     /// moves on to the next chunk. Only an empty block can end at a chunk's start, and with no
-    /// room there it can be neither grown in place nor rolled back over anything. Restoring the
-    /// checkpoint undoes either step.
+    /// room there it can be neither grown in place nor rolled back over anything. A checkpoint
+    /// taken while parked restores exactly that (no room), and a probe on the chunk is moved to
+    /// its end first (the chunk is full: the cycle reached it), so that no probe can hold the
+    /// parked end and hand out the room above it. Restoring the checkpoint undoes either step.
     pub(crate) fn enter_scope(&self) -> RawCheckpoint {
         let cp = self.checkpoint();
         if let Some(c) = cp.chunk {
@@ -1318,6 +1398,13 @@ impl RawArena {
             } else if self.probe.get().is_some() && self.pass_probe(Layout::new::<u8>()).is_some() {
                 // A probe held the end: moved up, it gave the byte to step over.
             } else {
+                if let Some(probe) = self.probe.get().filter(|p| p.chunk == c) {
+                    self.probe.set(Some(Probe {
+                        end: c.end(),
+                        met: true,
+                        ..probe
+                    }));
+                }
                 self.leave_current();
                 self.ptr.set(c.start());
                 self.end.set(c.start());
@@ -1326,15 +1413,15 @@ impl RawArena {
         cp
     }
 
-    /// Returns to `cp`; chunks entered since become spares, large blocks (re)allocated since go
-    /// back to the backing allocator.
+    /// Returns to `cp`; chunks entered since become spares, large blocks made since go back to
+    /// the backing allocator.
     ///
     /// # Safety
     /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), no
     /// block allocated after it is used again, and `src` is the arena's source.
     pub(crate) unsafe fn restore<S: ChunkSource + ?Sized>(&self, cp: RawCheckpoint, src: &S) {
         self.note_peak(self.in_use());
-        // SAFETY: the large blocks (re)allocated since `cp` are not used again (the caller).
+        // SAFETY: the large blocks made since `cp` are not used again (the caller).
         unsafe { self.release_large_since(cp.large, src) };
         // Everything after `cp` is free again: the rest of its chunk and every later chunk.
         let Some(c) = cp.chunk else {
@@ -1348,11 +1435,16 @@ impl RawArena {
             return;
         };
         // The chunk may have been lengthened since, and a probe on it may have moved up: both
-        // only rise, and everything after `cp` is free, so the position gets the room up to them.
-        let end = if cp.whole { c.end() } else { cp.end };
-        let end = match self.probe.get() {
-            Some(probe) if probe.chunk == c && probe.end > end => probe.end,
-            _ => end,
+        // only rise, and everything after `cp` is free, so the position gets the room up to the
+        // bound that held it then, as that bound is now. A parked position gets none: the bytes
+        // above it are its parent's.
+        let end = match cp.room {
+            Room::Chunk => c.end(),
+            Room::Probe => match self.probe.get() {
+                Some(probe) if probe.chunk == c && probe.end > cp.end => probe.end,
+                _ => cp.end,
+            },
+            Room::Exact => cp.end,
         };
         poison(cp.ptr.as_ptr(), end.as_ptr());
         poison_chunks(self.spares(c));
@@ -1472,12 +1564,9 @@ impl RawArena {
         }
         match decision {
             Decision::Keep { plan } => {
-                for x in chunks_until(keep.next(), keep) {
-                    x.unlink();
-                    // SAFETY: no block is used again (the caller), and every chunk came from
-                    // `src`.
-                    unsafe { self.release(x, src) };
-                }
+                // The arena moves to the kept chunk first, the others following it as spares:
+                // should the backing allocator unwind while they go back, what is left is an
+                // arena at the start of `keep` with the chunks not yet released as its spares.
                 self.plan.set(plan);
                 self.head.set(Some(keep));
                 // Growth starts again from the chunk kept: a cycle that outgrows it takes about
@@ -1490,17 +1579,15 @@ impl RawArena {
                     // SAFETY: `reached < keep.capacity()`, and the position is at its start.
                     unsafe { self.set_probe(keep, reached, false) };
                 }
+                // SAFETY: the spares hold no live block (no block is used again, the caller),
+                // and every chunk came from `src`.
+                unsafe { self.trim(src) };
             }
             Decision::Renew { capacity } => {
-                // Every chunk goes back first, so that the arena never holds both.
+                // Every chunk goes back first, so that the arena never holds both; the arena is
+                // then as a new one.
                 // SAFETY: as above.
                 unsafe { self.release_all(src) };
-                let none = NonNull::dangling();
-                self.ptr.set(none);
-                self.end.set(none);
-                self.used_before.set(0);
-                self.growth.set(0);
-                self.plan.set(0);
                 // Should the backing allocator or the limit refuse the chunk, the arena holds
                 // none, as a new one, and takes chunks again as it allocates.
                 if let Some(c) = chunk_size_for_capacity(capacity)
@@ -1550,46 +1637,79 @@ impl RawArena {
 
     /// Returns every spare chunk (after the current one) to the backing allocator.
     ///
+    /// Each spare leaves the ring and the counts before its block goes back, so should the
+    /// backing allocator unwind, the arena holds the spares not yet released, as it should.
+    ///
     /// # Safety
     /// `src` is the source the chunks came from, and no checkpoint into a spare is restored later.
     pub(crate) unsafe fn trim<S: ChunkSource + ?Sized>(&self, src: &S) {
         let Some(cur) = self.chunk.get() else {
             return;
         };
-        for c in self.spares(cur) {
+        while cur.next() != self.head.get().unwrap_or(cur) {
+            let c = cur.next();
             c.unlink();
-            // SAFETY: a spare holds no live block, and the caller vouches for `src`.
-            unsafe { self.release(c, src) };
+            self.uncount(c);
+            // SAFETY: a spare holds no live block, it is out of the ring and the counts, and the
+            // caller vouches for `src`.
+            unsafe { self.give_back(c, src) };
         }
     }
 
-    /// Returns every chunk to the backing allocator (for `Drop`).
+    /// Returns every chunk and large block to the backing allocator; the arena is then as a new
+    /// one (for `Drop`, and a reset that renews its chunk).
+    ///
+    /// The arena forgets its position, its chunks and their counts before the first block goes
+    /// back: should the backing allocator unwind, it is an empty arena (the chunks not yet
+    /// released are leaked), never one that points into a released block.
     ///
     /// # Safety
     /// `src` is the source the chunks came from and no block is used again.
     pub(crate) unsafe fn release_all<S: ChunkSource + ?Sized>(&self, src: &S) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.release_large_since(0, src) };
+        let none = NonNull::dangling();
+        self.ptr.set(none);
+        self.end.set(none);
         self.chunk.set(None);
         self.probe.set(None);
-        let Some(head) = self.head.take() else { return };
+        self.used_before.set(0);
+        self.growth.set(0);
+        self.plan.set(0);
+        let head = self.head.take();
+        self.held.set(0);
+        self.chunks.set(0);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.release_large_since(0, src) };
+        let Some(head) = head else { return };
+        // The next chunk is read before a chunk goes back, and `head`, where the walk stops,
+        // goes back last.
         for x in chunks_until(head.next(), head) {
-            // SAFETY: the caller guarantees no block is used again.
-            unsafe { self.release(x, src) };
+            // SAFETY: the caller guarantees no block is used again; the arena no longer refers
+            // to any chunk.
+            unsafe { self.give_back(x, src) };
         }
-        // SAFETY: as above; `head` is released last, as the walk stopped on it.
-        unsafe { self.release(head, src) };
+        // SAFETY: as above.
+        unsafe { self.give_back(head, src) };
     }
 
-    /// # Safety
-    /// `c` is unlinked or about to be forgotten, holds no live block, and came from `src`.
-    unsafe fn release<S: ChunkSource + ?Sized>(&self, c: Chunk, src: &S) {
-        let layout = c.block_layout();
-        self.held.set(self.held.get() - layout.size());
+    /// Takes chunk `c` out of the counts of what the arena holds.
+    fn uncount(&self, c: Chunk) {
+        self.held.set(self.held.get() - c.size());
         self.chunks.set(self.chunks.get() - 1);
+    }
+
+    /// Gives chunk `c`'s block back to `src`. The arena is marked busy meanwhile, so that a
+    /// backing allocator that allocates in this arena from its `deallocate` takes no chunk (it
+    /// could pick a spare that is about to go back).
+    ///
+    /// # Safety
+    /// Nothing of the arena refers to `c` any more (not its ring, position or counts), `c` holds
+    /// no live block, and it came from `src`.
+    unsafe fn give_back<S: ChunkSource + ?Sized>(&self, c: Chunk, src: &S) {
+        let layout = c.block_layout();
         unpoison(c.start().as_ptr(), c.end().as_ptr());
         // SAFETY: the block came from `src` with this alignment and its returned length.
-        unsafe { src.deallocate_chunk(c.0.cast(), layout) };
+        self.backing_call
+            .run(|| unsafe { src.deallocate_chunk(c.0.cast(), layout) });
     }
 
     // ----- statistics -----

@@ -841,7 +841,11 @@ pub trait BumpAlloc: Core {
     /// Turns a `Vec` built in this arena into a slice that lives as long as the arena's blocks
     /// (see [`Blocks`](BumpAlloc::Blocks)), not just as long as the `Vec`'s borrow of the arena:
     /// the elements are **never dropped** (see [`alloc`](BumpAlloc::alloc)). The unused capacity
-    /// is given back when the buffer is the arena's last block.
+    /// is given back when the buffer is the arena's last block, or a large block (of 64 KiB or
+    /// more, shrunk by the backing allocator). The buffer never moves to a new block of the
+    /// arena, so the slice lives as long as the `Vec`'s buffer would have: a checkpoint taken
+    /// after the `Vec` was made ([`ArenaRef::reset_to`](crate::ArenaRef::reset_to)) does not
+    /// free it.
     ///
     /// For `Arena` and `SyncArena` this is `Vec::leak`; for a [`LocalArena`](crate::LocalArena)
     /// the slice outlives the handle (its blocks belong to the `SyncArena`), for an
@@ -871,7 +875,7 @@ pub trait BumpAlloc: Core {
         let ptr = NonNull::new(vec.as_mut_ptr()).unwrap_or(NonNull::dangling());
         let arena: &'s Self = vec.allocator();
         // SAFETY: the buffer is a block of `arena` for `[T; cap]` (or dangling) with `len`
-        // initialised elements; the `Vec` is consumed, so nothing else uses or frees it.
+        // initialised elements; the `Vec` is consumed, so nothing else uses, resizes or frees it.
         let ptr = unsafe { typed::shrink_to_len(arena, ptr, len, cap) };
         // SAFETY: `len` initialised elements that no one else references; the block stays valid
         // for `Blocks<'s>`, since only the `Vec` (consumed) could have freed it and reset, scope
@@ -881,7 +885,7 @@ pub trait BumpAlloc: Core {
 
     /// Turns a [`String`](crate::collections::String) built in this arena into a `str` that
     /// lives as long as the arena's blocks, as [`into_slice`](BumpAlloc::into_slice) does for a
-    /// `Vec` (the unused capacity is given back when the text is the arena's last block). For a
+    /// `Vec` (the unused capacity is given back as it says). For a
     /// [`LocalArena`](crate::LocalArena) the text outlives the handle.
     ///
     /// ```

@@ -7,8 +7,9 @@
 //!
 //! A block is `[header | padding | data]`, aligned to the data's alignment (at least 16); the
 //! header links it into the owner's list of large blocks, newest first. Each block carries a
-//! sequence number, taken when it is (re)allocated, so that a scope's exit (or a checkpoint's
-//! restore) frees exactly the blocks (re)allocated since it began: those are the newest ones.
+//! sequence number, taken when it is made and kept however it is resized or moved since, so that
+//! a scope's exit (or a checkpoint's restore) frees exactly the blocks made since it began: those
+//! are the newest ones. A block that existed before a checkpoint is never freed by its restore.
 //!
 //! This module keeps the list and the block headers; the owner (an arena, or a `SyncArena` under
 //! its lock) calls the backing allocator, checks its limit and links blocks in.
@@ -51,7 +52,7 @@ struct LargeHeader {
     size: usize,
     /// Alignment of the whole block (its layout's alignment).
     align: usize,
-    /// When the block was (re)allocated: larger is newer.
+    /// When the block was made (kept across resizes): larger is newer.
     seq: u64,
 }
 
@@ -115,25 +116,42 @@ impl Large {
     /// whose alignment is the one the header records, and is not linked anywhere.
     pub(crate) unsafe fn resized(block: NonNull<u8>, layout: Layout) -> Large {
         let b = Large(block.cast());
-        debug_assert_eq!(b.header().align, layout.align());
+        debug_assert_eq!(b.size_align().1, layout.align());
         // SAFETY: as in `set_newer`; the block is the caller's alone.
         unsafe { (*b.0.as_ptr()).size = layout.size() };
         b
     }
 
-    fn header(self) -> LargeFields {
+    /// The header's raw pointer. Every access goes through one field at a time (never the whole
+    /// header by value): a `SyncArena` reads a block's layout without its lock while another
+    /// thread relinks the list under it, which writes only the links of the blocks it touches.
+    fn raw(self) -> *mut LargeHeader {
+        self.0.as_ptr()
+    }
+
+    fn newer(self) -> Option<NonNull<LargeHeader>> {
         // SAFETY: a `Large` exists only for a header written by `init` whose block its list (or
-        // its owner, between an unlink and a free) still holds; read by value.
-        unsafe {
-            let h = self.0.as_ptr();
-            LargeFields {
-                newer: (*h).newer,
-                older: (*h).older,
-                size: (*h).size,
-                align: (*h).align,
-                seq: (*h).seq,
-            }
-        }
+        // its owner, between an unlink and a free) still holds. The links are read and written
+        // only by the list's owner (under its lock, for a `SyncArena`).
+        unsafe { (*self.raw()).newer }
+    }
+
+    fn older(self) -> Option<NonNull<LargeHeader>> {
+        // SAFETY: as in `newer`.
+        unsafe { (*self.raw()).older }
+    }
+
+    fn seq(self) -> u64 {
+        // SAFETY: as in `newer`.
+        unsafe { (*self.raw()).seq }
+    }
+
+    /// The block's size and alignment: written when the block is made or resized (while no list
+    /// holds it), never by a list, so these may be read without the list owner's lock.
+    fn size_align(self) -> (usize, usize) {
+        // SAFETY: as in `newer`; `size` and `align` change only while the block is unlinked and
+        // its owner's alone (see `resized`).
+        unsafe { ((*self.raw()).size, (*self.raw()).align) }
     }
 
     fn set_newer(self, newer: Option<NonNull<LargeHeader>>) {
@@ -158,15 +176,15 @@ impl Large {
 
     /// The layout the block was taken with.
     pub(crate) fn layout(self) -> Layout {
-        let h = self.header();
+        let (size, align) = self.size_align();
         // SAFETY: the block was allocated with exactly this size and alignment.
-        unsafe { Layout::from_size_align_unchecked(h.size, h.align) }
+        unsafe { Layout::from_size_align_unchecked(size, align) }
     }
 
     /// Where the data starts, with the block's provenance.
     pub(crate) fn data(self) -> NonNull<u8> {
         // SAFETY: the offset lies within the block (a block holds its header and its data).
-        unsafe { self.block().add(offset_for(self.header().align)) }
+        unsafe { self.block().add(offset_for(self.size_align().1)) }
     }
 
     /// Bytes of data the block holds.
@@ -175,18 +193,10 @@ impl Large {
     }
 }
 
-struct LargeFields {
-    newer: Option<NonNull<LargeHeader>>,
-    older: Option<NonNull<LargeHeader>>,
-    size: usize,
-    align: usize,
-    seq: u64,
-}
-
 /// The large blocks of an arena, newest first, with their totals.
 pub(crate) struct LargeList {
     newest: Cell<Option<Large>>,
-    /// The sequence number of the next block (re)allocated.
+    /// The sequence number of the next block made.
     next_seq: Cell<u64>,
     /// Blocks held.
     count: Cell<usize>,
@@ -222,13 +232,13 @@ impl LargeList {
         self.data.get()
     }
 
-    /// The sequence number the next block will get: blocks (re)allocated from now on have at
-    /// least this one ([`pop_since`](Self::pop_since)).
+    /// The sequence number the next block will get: blocks made from now on have at least this
+    /// one ([`pop_since`](Self::pop_since)).
     pub(crate) fn mark(&self) -> u64 {
         self.next_seq.get()
     }
 
-    /// Links `block` in as the newest, with a new sequence number, and counts it.
+    /// Links `block`, a new block, in as the newest, with a new sequence number, and counts it.
     pub(crate) fn push(&self, block: Large) {
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
@@ -237,17 +247,17 @@ impl LargeList {
         self.count_in(block);
     }
 
-    /// Links `block` in where its sequence number belongs and counts it: what an unlinked block
-    /// whose resize failed goes back to, as it was.
+    /// Links `block` in where its sequence number belongs and counts it: where an unlinked block
+    /// goes back after a resize (done or failed), in the place it had.
     pub(crate) fn reinsert(&self, block: Large) {
-        let seq = block.header().seq;
+        let seq = block.seq();
         let (mut newer, mut older) = (None, self.newest.get());
         while let Some(o) = older {
-            if o.header().seq < seq {
+            if o.seq() < seq {
                 break;
             }
             newer = Some(o);
-            older = o.header().older.map(Large);
+            older = o.older().map(Large);
         }
         self.link_before(block, newer, older);
         self.count_in(block);
@@ -271,15 +281,23 @@ impl LargeList {
         self.data.set(self.data.get() + block.data_size());
     }
 
+    /// Puts `new`, a fresh block that takes over `old`'s data, in `old`'s place in the list (with
+    /// its sequence number), and takes `old` out (it is then the caller's to free).
+    pub(crate) fn replace(&self, old: Large, new: Large) {
+        new.set_seq(old.seq());
+        self.unlink(old);
+        self.reinsert(new);
+    }
+
     /// Takes `block` out of the list and its totals (it is then the caller's to free).
     pub(crate) fn unlink(&self, block: Large) {
-        let h = block.header();
-        match h.newer {
-            Some(n) => Large(n).set_older(h.older),
-            None => self.newest.set(h.older.map(Large)),
+        let (newer, older) = (block.newer(), block.older());
+        match newer {
+            Some(n) => Large(n).set_older(older),
+            None => self.newest.set(older.map(Large)),
         }
-        if let Some(o) = h.older {
-            Large(o).set_newer(h.newer);
+        if let Some(o) = older {
+            Large(o).set_newer(newer);
         }
         block.set_newer(None);
         block.set_older(None);
@@ -300,14 +318,14 @@ impl LargeList {
             if x.0.addr().get() == target {
                 return Some(x);
             }
-            b = x.header().older.map(Large);
+            b = x.older().map(Large);
         }
         None
     }
 
-    /// Unlinks and returns the newest block if it was (re)allocated at or after `mark`.
+    /// Unlinks and returns the newest block if it was made at or after `mark`.
     pub(crate) fn pop_since(&self, mark: u64) -> Option<Large> {
-        let b = self.newest.get().filter(|b| b.header().seq >= mark)?;
+        let b = self.newest.get().filter(|b| b.seq() >= mark)?;
         self.unlink(b);
         Some(b)
     }
@@ -327,7 +345,7 @@ impl LargeList {
     #[cfg(feature = "std")]
     fn oldest(&self) -> Option<Large> {
         let mut b = self.newest.get()?;
-        while let Some(o) = b.header().older {
+        while let Some(o) = b.older() {
             b = Large(o);
         }
         Some(b)

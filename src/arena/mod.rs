@@ -441,7 +441,7 @@ impl<A: Allocator> Arena<A> {
     /// # Safety
     /// As for [`ArenaRef::reset_to`]: `checkpoint` comes from this arena (outside any scope),
     /// it was not invalidated by `reset`, `trim` or an earlier `reset_to` past it, and no block
-    /// allocated after it is used again.
+    /// allocated (or grown or shrunk, which may move it) after it is used again.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();

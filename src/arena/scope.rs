@@ -167,7 +167,12 @@ impl<'a> ArenaRef<'a> {
     ///   scope, and not in a child scope that has ended since),
     /// - the arena has not been reset or trimmed since it was taken, and no position before it
     ///   was restored since (a checkpoint is invalidated by going back past it),
-    /// - no block allocated after it (reference, `Vec`, `Box`, …) is used afterwards.
+    /// - no block allocated after it (reference, `Vec`, `Box`, …) is used afterwards. A block
+    ///   grown, or shrunk, through the `Allocator` methods after it counts as allocated after it,
+    ///   since a resize may move a block (a `Vec` made before the checkpoint and pushed to after
+    ///   it is not used again). [`into_slice`](crate::BumpAlloc::into_slice) and
+    ///   [`into_str`](crate::BumpAlloc::into_str) are not such a resize: they never move the
+    ///   block, so their result lives as long as the block did.
     pub unsafe fn reset_to(&mut self, checkpoint: Checkpoint) {
         // SAFETY: forwarded from the caller.
         unsafe { self.raw().restore(checkpoint.0, self.src()) }

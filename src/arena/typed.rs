@@ -82,6 +82,25 @@ pub trait Core {
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError>;
 
+    /// Shrinks a block that its owner gives up for good, to become a slice that lives as long as
+    /// the arena's blocks (`into_slice`): as [`core_shrink`](Core::core_shrink), but the block
+    /// never moves to a new block of the arena (a large block may shrink through the backing
+    /// allocator), so that a checkpoint taken before it was made does not free it.
+    ///
+    /// # Safety
+    /// The `Allocator::shrink` contract for this arena, with `new.align() == old.align()`; the
+    /// block is not resized or deallocated afterwards.
+    #[inline(always)]
+    unsafe fn core_shrink_settled(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.core_shrink(p, old, new) }
+    }
+
     /// The position the next block would be bumped from (an address), for
     /// [`core_rewind`](Core::core_rewind).
     fn core_mark(&self) -> usize;
@@ -152,6 +171,17 @@ impl<X: OnRaw + ?Sized> Core for X {
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller; `src` is the arena's source.
         unsafe { self.raw().shrink::<_, false>(p, old, new, self.src()) }
+    }
+
+    #[inline(always)]
+    unsafe fn core_shrink_settled(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller; `src` is the arena's source.
+        unsafe { self.raw().shrink_settled(p, old, new, self.src()) }
     }
 
     #[inline(always)]
@@ -227,6 +257,11 @@ pub(crate) struct Building<'r, T, C: Core + ?Sized> {
     ptr: NonNull<T>,
     len: usize,
     cap: usize,
+    /// The position just before the buffer's first block was allocated (0 until then): only the
+    /// buffer's own alignment padding lies between it and that block. Taken there, not when the
+    /// buffer is made, because the code that feeds the buffer (an iterator) may place blocks of
+    /// its own in the arena before the first item arrives.
+    mark: usize,
 }
 
 impl<'r, T, C: Core + ?Sized> Building<'r, T, C> {
@@ -237,6 +272,7 @@ impl<'r, T, C: Core + ?Sized> Building<'r, T, C> {
             ptr: NonNull::dangling(),
             len: 0,
             cap,
+            mark: 0,
         }
     }
 
@@ -251,6 +287,7 @@ impl<'r, T, C: Core + ?Sized> Building<'r, T, C> {
         let new_cap = needed.max(self.cap.saturating_mul(2)).max(4);
         let new_layout = Layout::array::<T>(new_cap).map_err(|_| Failure::CapacityOverflow)?;
         let p = if self.cap == 0 {
+            self.mark = self.core.core_mark();
             self.core.core_alloc(new_layout)?
         } else {
             // SAFETY: `ptr` is our live block of `cap` elements, allocated from this arena with
@@ -276,7 +313,8 @@ impl<'r, T, C: Core + ?Sized> Building<'r, T, C> {
     /// Gives the unused tail back (in place when the block is last) and returns the elements.
     pub(crate) fn finish(self) -> NonNull<[T]> {
         let this = mem::ManuallyDrop::new(self);
-        // SAFETY: the block is ours with `cap` elements, of which `len` are initialised.
+        // SAFETY: the block is ours with `cap` elements, of which `len` are initialised; it
+        // becomes the finished slice, which nothing resizes or frees.
         let ptr = unsafe { shrink_to_len(this.core, this.ptr, this.len, this.cap) };
         NonNull::slice_from_raw_parts(ptr, this.len)
     }
@@ -309,12 +347,15 @@ impl<T, C: Core + ?Sized> Drop for Building<'_, T, C> {
     }
 }
 
-/// Gives the unused tail of an array block back (in place when it is the last block; a large
-/// block may move) and returns where the array is now.
+/// Gives the unused tail of an array block that its owner gives up for good back (in place when
+/// it is the last block; a large block shrinks through the backing allocator, and may move there)
+/// and returns where the array is now. The block never moves to a new block of the arena (see
+/// [`Core::core_shrink_settled`]).
 ///
 /// # Safety
 /// `ptr` is a live block of this arena for `[T; cap]` (dangling when `cap` is 0 or `T` is
-/// zero-sized), `len <= cap` (of them initialised, moved along if the block moves).
+/// zero-sized), `len <= cap` (of them initialised, moved along if the block moves), and the block
+/// is never resized or deallocated afterwards.
 pub(crate) unsafe fn shrink_to_len<T, C: Core + ?Sized>(
     core: &C,
     ptr: NonNull<T>,
@@ -325,9 +366,9 @@ pub(crate) unsafe fn shrink_to_len<T, C: Core + ?Sized>(
         // SAFETY: the block was allocated for `cap` elements, so both array layouts (`len` is
         // smaller) were valid.
         let (old, new) = unsafe { (array_layout::<T>(cap), array_layout::<T>(len)) };
-        // SAFETY: the caller's block of `old`; a shrink with the same alignment never moves a
-        // bump block and, when it fails, leaves the block as it was.
-        let shrunk = unsafe { core.core_shrink(ptr.cast(), old, new) };
+        // SAFETY: the caller's block of `old`, given up for good; both layouts have `T`'s
+        // alignment. When it fails, the block is as it was.
+        let shrunk = unsafe { core.core_shrink_settled(ptr.cast(), old, new) };
         if let Ok(p) = shrunk {
             return p.cast();
         }
@@ -688,37 +729,39 @@ pub(crate) fn array_fill_with<T, const N: usize, C: Core + ?Sized>(
 
 /// The items of `iter`, however many it yields (its `size_hint` is only a first guess, even an
 /// impossible one, and it may allocate in this arena while it runs), up to its first error. With
-/// `REWIND`, an error (or a panic) leaves the arena as it was (when the iterator allocated
-/// nothing in it meanwhile), its padding included.
+/// `REWIND`, an error (or a panic) gives back the buffer and the alignment padding its first
+/// block took, and nothing else: what the iterator placed in the arena stays (so the arena is as
+/// it was when the iterator placed nothing).
 pub(crate) fn slice_try_from_iter<T, E, C: Core + ?Sized, const REWIND: bool>(
     core: &C,
     iter: impl IntoIterator<Item = Result<T, E>>,
 ) -> Result<NonNull<[T]>, FillError<E>> {
-    /// Drops the buffer (its items, its block) and rewinds to the mark; disarmed by `finish`.
-    struct Rewind<'r, T, C: Core + ?Sized> {
+    /// Drops the buffer (its items, its block) and, with `REWIND`, the padding before its first
+    /// block; disarmed by `finish`.
+    struct Rewind<'r, T, C: Core + ?Sized, const REWIND: bool> {
         buf: mem::ManuallyDrop<Building<'r, T, C>>,
-        mark: Option<usize>,
     }
-    impl<T, C: Core + ?Sized> Drop for Rewind<'_, T, C> {
+    impl<T, C: Core + ?Sized, const REWIND: bool> Drop for Rewind<'_, T, C, REWIND> {
         fn drop(&mut self) {
-            let (core, start, cap) = (self.buf.core, self.buf.ptr, self.buf.cap);
+            let (core, start, cap, mark) =
+                (self.buf.core, self.buf.ptr, self.buf.cap, self.buf.mark);
             // SAFETY: the buffer is dropped once, here, and not used afterwards.
             unsafe { mem::ManuallyDrop::drop(&mut self.buf) };
-            if let Some(mark) = self.mark {
-                if size_of::<T>() != 0 && cap != 0 {
-                    // SAFETY: `mark` was taken just before the buffer's first block was
-                    // allocated; its last block, at `start`, was given back just above (a block
-                    // it moved out of lies further from `mark` than its alignment).
-                    unsafe { core.core_rewind(start.cast(), mark, align_of::<T>()) };
-                }
+            if REWIND && size_of::<T>() != 0 && cap != 0 {
+                // SAFETY: `mark` was taken just before the buffer's first block was allocated
+                // (`Building::reserve`), and its last block, at `start`, was given back just
+                // above. `core_rewind` moves the position only when it is at `start` and `mark`
+                // lies less than the alignment before it in the same chunk: then the buffer never
+                // left its first block, and only that block's padding lies in between (a block
+                // it moved out of is at least four elements long, so a later block lies further
+                // from `mark` than the alignment).
+                unsafe { core.core_rewind(start.cast(), mark, align_of::<T>()) };
             }
         }
     }
     let iter = iter.into_iter();
-    let mark = if REWIND { Some(core.core_mark()) } else { None };
-    let mut guard = Rewind {
+    let mut guard = Rewind::<T, C, REWIND> {
         buf: mem::ManuallyDrop::new(Building::new(core)),
-        mark,
     };
     let buf = &mut *guard.buf;
     // The lower bound is only a hint: one too large to reserve may be a lie, so grow as the items
