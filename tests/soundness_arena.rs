@@ -21,6 +21,26 @@ const fn scaled(native: usize, miri: usize) -> usize {
     if cfg!(miri) { miri } else { native }
 }
 
+/// `len` bytes of value `byte` placed in `arena` (written at once: Miri runs a per-element loop
+/// about a thousand times slower).
+fn bytes<'s, 'r, X: BumpAlloc + ?Sized>(arena: &'s X, len: usize, byte: u8) -> &'r mut [u8]
+where
+    X::Blocks<'s>: 'r,
+{
+    let p = arena.alloc_layout(Layout::array::<u8>(len).unwrap());
+    // SAFETY: a fresh block of `len` bytes, written before the slice is made; it lives as long
+    // as the arena's blocks (`Blocks<'s>`, which outlives `'r`), as the crate's own slices do.
+    unsafe {
+        p.as_ptr().write_bytes(byte, len);
+        core::slice::from_raw_parts_mut(p.as_ptr(), len)
+    }
+}
+
+/// Whether every byte of `s` is `byte` (compared at once, see [`bytes`]).
+fn all(s: &[u8], byte: u8) -> bool {
+    s == vec![byte; s.len()].as_slice()
+}
+
 /// Whether two blocks share a byte.
 fn overlap<T, U>(a: &[T], b: &[U]) -> bool {
     let a = a.as_ptr_range();
@@ -194,7 +214,7 @@ fn a_failed_fill_keeps_what_its_iterator_placed_on_scopes_and_handles() {
 fn probed_arena() -> Arena {
     let mut arena = Arena::new();
     for _ in 0..16 {
-        arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+        arena.alloc_layout(Layout::array::<u8>(32 * 1024).unwrap());
     }
     for _ in 0..5 {
         arena.reset();
@@ -208,7 +228,7 @@ fn a_nested_scope_never_gives_its_parent_room_over_the_grandparents_blocks() {
     let parent = arena.as_arena_ref_mut();
     let cap = parent.chunk_capacity();
     // Fills the chunk: a scope entered now parks at the chunk's start with no room.
-    let kept: &mut [u8] = parent.alloc_slice_fill_copy(cap, 0xAA);
+    let kept: &mut [u8] = bytes(parent, cap, 0xAA);
     parent.with_scope(|outer| {
         outer.with_scope(|_inner| {});
         let a: &mut [u8] = outer.alloc_slice_fill_copy(64, 0x55);
@@ -223,7 +243,7 @@ fn a_nested_scope_never_gives_its_parent_room_over_the_grandparents_blocks() {
         });
         assert!(a.iter().all(|&x| x == 0x55));
     });
-    assert!(kept.iter().all(|&x| x == 0xAA));
+    assert!(all(kept, 0xAA));
 }
 
 #[test]
@@ -231,7 +251,7 @@ fn a_checkpoint_taken_while_parked_restores_no_room() {
     let mut arena = probed_arena();
     let parent = arena.as_arena_ref_mut();
     let cap = parent.chunk_capacity();
-    let kept: &mut [u8] = parent.alloc_slice_fill_copy(cap, 0xAA);
+    let kept: &mut [u8] = bytes(parent, cap, 0xAA);
     parent.with_scope(|outer| {
         let cp = outer.checkpoint();
         outer.alloc_slice_fill_copy(100, 0x11u8);
@@ -243,7 +263,7 @@ fn a_checkpoint_taken_while_parked_restores_no_room() {
             "a restored checkpoint handed out its parent's bytes"
         );
     });
-    assert!(kept.iter().all(|&x| x == 0xAA));
+    assert!(all(kept, 0xAA));
 }
 
 /// The same shapes on a chunk that was never probed, and on a full chunk whose last byte a
@@ -254,11 +274,11 @@ fn nested_scopes_on_full_chunks_restore_exactly_their_room() {
     let parent = arena.as_arena_ref_mut();
     for depth in 0..4 {
         let cap = parent.chunk_capacity();
-        let kept: &mut [u8] = parent.alloc_slice_fill_copy(cap, depth as u8);
+        let kept: &mut [u8] = bytes(parent, cap, depth as u8);
         parent.with_scope(|a| {
             a.with_scope(|b| {
                 let room = b.chunk_capacity();
-                let x: &mut [u8] = b.alloc_slice_fill_copy(room, 0xEE);
+                let x: &mut [u8] = bytes(b, room, 0xEE);
                 b.with_scope(|c| {
                     c.with_scope(|_| {});
                     let y: &mut [u8] = c.alloc_slice_fill_copy(8, 0xDD);
@@ -266,12 +286,12 @@ fn nested_scopes_on_full_chunks_restore_exactly_their_room() {
                 });
                 let z: &mut [u8] = b.alloc_slice_fill_copy(8, 0xCC);
                 assert!(!overlap(z, x) && !overlap(z, kept));
-                assert!(x.iter().all(|&v| v == 0xEE));
+                assert!(all(x, 0xEE));
             });
             let w: &mut [u8] = a.alloc_slice_fill_copy(8, 0xBB);
             assert!(!overlap(w, kept));
         });
-        assert!(kept.iter().all(|&v| v == depth as u8));
+        assert!(all(kept, depth as u8));
     }
 }
 
@@ -298,14 +318,14 @@ fn into_slice_survives_reset_to(arena: &mut ArenaRef<'_>) {
         let s = NonNull::from(s);
         // SAFETY: `cp` is from this arena; nothing was allocated after it.
         unsafe { arena.reset_to(cp) };
-        let t: &mut [u8] = arena.alloc_slice_fill_copy(len.max(1), 9);
+        let t: &mut [u8] = bytes(arena, len.max(1), 9);
         // SAFETY: `s` was made from a block allocated before `cp` (the point of the test).
         let s = unsafe { &*s.as_ptr() };
         assert!(
             !overlap(s, t),
             "reset_to handed out the bytes of a slice made before it"
         );
-        assert!(s.iter().all(|&b| b == 7));
+        assert!(all(s, 7));
     }
     let mut text = String::new_in(&*arena);
     text.push_str(&"x".repeat(70_000));
@@ -395,7 +415,7 @@ impl Drop for Unwinding {
 /// chunks of its own (spares afterwards); `scale` sets how much.
 fn cycle(arena: &mut Arena<&Unwinding>, scale: usize) {
     for i in 0..scale {
-        arena.alloc_slice_fill_copy(100 + i % 900, i as u8);
+        bytes(&*arena, 100 + i % 900, i as u8);
     }
     if scale > 4 {
         let mut v: Vec<u8, &Arena<&Unwinding>> = Vec::with_capacity_in(70_000, &*arena);
@@ -404,7 +424,7 @@ fn cycle(arena: &mut Arena<&Unwinding>, scale: usize) {
     }
     arena.with_scope(|s| {
         for i in 0..scale {
-            s.alloc_slice_fill_copy(200, i as u8);
+            bytes(s, 200, i as u8);
         }
     });
 }
@@ -474,7 +494,7 @@ fn a_trim_or_scope_exit_whose_backing_deallocate_unwinds_leaves_a_usable_arena()
         cycle(&mut arena, scaled(300, 30));
         arena.with_scope(|s| {
             for _ in 0..4 {
-                s.alloc_slice_fill_copy(5000, 3u8);
+                bytes(s, 5000, 3);
             }
         });
         backing.panic_in(n);

@@ -158,6 +158,13 @@ impl<A: Allocator> Arena<A> {
     ///   before the request that made it: every live block is where it was (a `Vec` whose grow
     ///   unwinds keeps its buffer, still allocated, still the last block), every statistic is
     ///   unchanged, and the arena stays usable.
+    /// - **Its `deallocate` may panic** (when a reset, [`trim`](Arena::trim), a scope's exit or
+    ///   the drop gives chunks and large blocks back, or a large block is freed or moved): the
+    ///   arena then no longer refers to the block it was giving back, and stays usable; a reset or
+    ///   `trim` keeps the chunks it had not given back yet (a drop, or a reset that renews its
+    ///   chunk, leaves them to `alloc`). A `deallocate` that unwinds must leave its block
+    ///   allocated (it is leaked): a grow or shrink that moves a large block gives the old block
+    ///   back last, and unwinds with it while its caller still holds the old block.
     /// - **It may allocate in this arena** (reached through a shared handle such as a `Weak`).
     ///   Such a nested request is served when the current chunk holds it; when it needs a new
     ///   chunk it is refused, `Err(AllocError)` from the fallible API and a panic naming the cause

@@ -248,7 +248,9 @@ impl AddressMap {
             }
         }
         if old_cap != 0 {
-            // SAFETY: the old table came from `alloc` with this layout and is not used again.
+            // SAFETY: the old table came from `alloc` with this layout; the map refers to the
+            // new one only (the cache of the last hit holds an entry by value), so a
+            // `deallocate` that unwinds leaves the map consistent.
             unsafe {
                 alloc.deallocate(
                     old.cast(),
@@ -264,16 +266,16 @@ impl AddressMap {
     /// # Safety
     /// `alloc` is the allocator the table came from.
     pub(crate) unsafe fn release<A: Allocator>(&self, alloc: &A) {
+        // The map is empty before the table goes to `alloc`, whose `deallocate` may unwind.
+        let table = self.table.replace(NonNull::dangling());
         let cap = self.cap.replace(0);
         self.len.set(0);
         self.last.set(None);
         if cap != 0 {
-            // SAFETY: the table came from `alloc` with this layout and is not used again.
+            // SAFETY: the table came from `alloc` with this layout, and the map no longer
+            // refers to it.
             unsafe {
-                alloc.deallocate(
-                    self.table.get().cast(),
-                    Layout::array::<Entry>(cap).unwrap_unchecked(),
-                )
+                alloc.deallocate(table.cast(), Layout::array::<Entry>(cap).unwrap_unchecked())
             };
         }
     }

@@ -59,10 +59,33 @@ impl FreeList {
         n
     }
 
-    /// Takes the whole list, leaving it empty (for rebuilding it).
-    pub(crate) fn take(&self) -> FreeList {
-        FreeList {
-            head: Cell::new(self.head.take()),
+    /// Calls `f` with every slot on the list, most recently freed first.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(NonNull<u8>)) {
+        let mut next = self.head.get();
+        while let Some(slot) = next {
+            // SAFETY: as in `pop`: a slot on the list is free and holds the link `push` wrote.
+            next = unsafe { slot.cast::<Option<NonNull<u8>>>().read() };
+            f(slot);
+        }
+    }
+
+    /// Removes the slots for which `keep` is false, keeping the others in their order. Each
+    /// removal relinks the list at once, so it is a valid list at every step.
+    pub(crate) fn retain(&self, mut keep: impl FnMut(NonNull<u8>) -> bool) {
+        let mut prev: Option<NonNull<u8>> = None;
+        let mut next = self.head.get();
+        while let Some(slot) = next {
+            // SAFETY: as in `pop`.
+            next = unsafe { slot.cast::<Option<NonNull<u8>>>().read() };
+            if keep(slot) {
+                prev = Some(slot);
+            } else {
+                match prev {
+                    // SAFETY: `p` is a free slot on the list (kept above), which holds its link.
+                    Some(p) => unsafe { p.cast::<Option<NonNull<u8>>>().write(next) },
+                    None => self.head.set(next),
+                }
+            }
         }
     }
 }

@@ -600,6 +600,11 @@ impl<A: Allocator> SizeClassPool<A> {
     /// # The backing allocator
     /// - **`alloc` may panic**: the pool is then as it was before the request (a new page is
     ///   taken only after the address map has made room for it, so none is lost), and usable.
+    /// - **`alloc`'s `deallocate` may panic** (when a page or a large block goes back, in
+    ///   `deallocate`, [`trim`](Self::trim) or the pool's drop): the pool then no longer refers
+    ///   to the block it was giving back, and keeps, usable, the pages it had not given back yet
+    ///   (a drop leaves them, and the address map's table, to `alloc`). Such a `deallocate` must
+    ///   leave its block allocated (it is leaked), as for [`Pool::new_in`](crate::Pool::new_in).
     /// - **`alloc` may use this pool**: a nested request that needs a page (for any class) while
     ///   the pool is taking one is refused (`Err(AllocError)`); every other nested call (a free,
     ///   an allocation from a page with room, a large layout, the statistics) is served.
@@ -653,10 +658,14 @@ impl<A: Allocator> SizeClassPool<A> {
     /// assert_eq!(pool.stats().pages, 0);
     /// ```
     pub fn trim(&mut self) {
+        // Each page leaves every list and count before it is released (see `release`), so a
+        // backing allocator whose `deallocate` unwinds leaves the pool consistent, holding the
+        // pages not released yet.
         for state in &self.classes {
             self.flush_recent(state);
             if let Some(page) = state.spare.take() {
-                // SAFETY: a spare page is empty and in no list.
+                self.uncache(page);
+                // SAFETY: a spare page is empty, and now out of the cache and of every list.
                 unsafe { self.release(page) };
             }
             // A class with no block in use may keep its one small page formatted in place.
@@ -671,11 +680,10 @@ impl<A: Allocator> SizeClassPool<A> {
         }
         while let Some(page) = self.empty.get() {
             self.empty.set(get!(page, next));
-            // SAFETY: a cached page is empty and unlinked from every class list.
+            self.uncache(page);
+            // SAFETY: a cached page is empty, and now out of the cache and of every list.
             unsafe { self.release(page) };
         }
-        self.empty_count.set(0);
-        self.empty_bytes.set(0);
     }
 
     /// Statistics, with a line per class in use.
@@ -838,9 +846,15 @@ impl<A: Allocator> SizeClassPool<A> {
                 }
             }
         };
+        self.uncache(page);
+        Some(page)
+    }
+
+    /// Takes a page that left the cache of empty pages (a class's spare or the shared list) out
+    /// of the cache's counts.
+    fn uncache(&self, page: Page) {
         self.empty_count.set(self.empty_count.get() - 1);
         self.empty_bytes.set(self.empty_bytes.get() - page.size());
-        Some(page)
     }
 
     /// A page of `size` bytes aligned to the granule from the backing allocator, registered in
@@ -1053,7 +1067,9 @@ impl<A: Allocator> SizeClassPool<A> {
                 self.empty_count.set(self.empty_count.get() + 1);
                 self.empty_bytes.set(cached);
             } else {
-                // SAFETY: the page is empty and unlinked from its class list.
+                // SAFETY: the page is empty (a class's recent blocks count as in use in their
+                // pages, so none is this page's), out of its class's list and counts, no longer
+                // draining, and not cached.
                 unsafe { self.release(page) };
             }
         } else if state.draining.get() == Some(page) {
@@ -1082,10 +1098,12 @@ impl<A: Allocator> SizeClassPool<A> {
         state.count_page(page.size(), page.slots(), false);
     }
 
-    /// Returns a page to the backing allocator.
+    /// Returns a page to the backing allocator: out of the counts and the address map first, so
+    /// that when the backing allocator's `deallocate` unwinds, nothing in the pool refers to it.
     ///
     /// # Safety
-    /// The page holds no block in use and is in no class list or cache.
+    /// The page holds no block in use (nor recently freed blocks), is in no class list, is
+    /// neither a class's spare nor draining page, and is out of the cache and its counts.
     unsafe fn release(&self, page: Page) {
         let size = page.size();
         self.pages.set(self.pages.get() - 1);
@@ -1209,7 +1227,10 @@ impl<A: Allocator> SizeClassPool<A> {
 
 impl<A: Allocator> Drop for SizeClassPool<A> {
     fn drop(&mut self) {
-        // Every page held is registered in the map, once from its first granule.
+        // Every page held is registered in the map, once from its first granule. The map is
+        // read (never a page) after a page is freed, and nothing reads the pool afterwards: a
+        // `deallocate` that unwinds leaves the pages not freed yet, and the map's table, to the
+        // backing allocator.
         self.map.for_each_base(|base| {
             // SAFETY: ownership proves no block is in use; the pool is not used again.
             unsafe { self.free_page(Page(base.cast())) }

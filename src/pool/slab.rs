@@ -254,8 +254,15 @@ impl SlabList {
 
     /// Every slot becomes free: carving starts again at the first slab.
     pub(crate) fn restart(&self) {
-        self.carving.set(None);
+        self.uncarve_all();
         self.advance();
+    }
+
+    /// Every slot becomes free and no slab is carved: the first carved is the first slab, when
+    /// [`advance`](Self::advance) is next called. The caller forgets every slot (no slot is in
+    /// use, the free list is emptied).
+    pub(crate) fn uncarve_all(&self) {
+        self.carving.set(None);
         #[cfg(debug_assertions)]
         {
             let mut s = self.first.get();
@@ -273,7 +280,8 @@ impl SlabList {
         carve: NonNull<u8>,
         slot: usize,
     ) -> impl Iterator<Item = usize> + '_ {
-        let mut past_carving = false;
+        // With no slab being carved, none is carved yet.
+        let mut past_carving = self.carving.get().is_none();
         let mut s = self.first.get();
         core::iter::from_fn(move || {
             let slab = s?;
@@ -313,73 +321,113 @@ impl SlabList {
         (a < r.end).then_some(r)
     }
 
-    /// Releases the slabs for which `keep(index)` is false. When that includes the slab being
-    /// carved, carving moves back to the last kept slab before it (fully carved, as every slab
-    /// before the carving one is) and this returns `true`: the caller must empty its carve region.
+    /// Moves the slabs for which `keep(index)` is false (`index` in list order; `keep` is called
+    /// once per slab, in that order) behind all the others, as slabs not carved yet, for
+    /// [`release_uncarved`](Self::release_uncarved). When one of them is the slab being carved,
+    /// carving moves back to the last kept slab before it (fully carved, as every slab before the
+    /// carving one is), or to none, and this returns `true`: the caller must empty its carve
+    /// region. No slab is released and no count changes.
     ///
     /// # Safety
-    /// No slot of a released slab is in use or used again; `alloc` is the allocator the slabs
-    /// came from.
-    pub(crate) unsafe fn retain<A: Allocator>(
-        &self,
-        mut keep: impl FnMut(usize) -> bool,
-        mut forget: impl FnMut(Slab),
-        alloc: &A,
-    ) -> bool {
-        let mut carving_released = false;
-        let mut prev: Option<Slab> = None;
+    /// No slot of a slab that is not kept is in use or on a free list: slabs behind the carving
+    /// one are taken as never carved. `keep` does not unwind (the links are rewritten as the
+    /// list is walked).
+    pub(crate) unsafe fn sink(&self, mut keep: impl FnMut(usize) -> bool) -> bool {
+        // The kept slabs and the others, each as a chain (first, last), in list order.
+        let mut kept: Option<(Slab, Slab)> = None;
+        let mut sunk: Option<(Slab, Slab)> = None;
+        let carving = self.carving.get();
+        let mut carving_sunk = false;
         let mut s = self.first.get();
         let mut index = 0;
         while let Some(slab) = s {
+            // Read before the link is rewritten below.
             s = slab.next();
-            if keep(index) {
-                prev = Some(slab);
+            let chain = if keep(index) {
+                &mut kept
             } else {
-                match prev {
-                    Some(p) => p.set_next(s),
-                    None => self.first.set(s),
+                if Some(slab) == carving {
+                    carving_sunk = true;
+                    self.carving.set(kept.map(|(_, last)| last));
                 }
-                if self.last.get() == Some(slab) {
-                    self.last.set(prev);
+                &mut sunk
+            };
+            *chain = Some(match *chain {
+                Some((first, last)) => {
+                    last.set_next(Some(slab));
+                    (first, slab)
                 }
-                if self.carving.get() == Some(slab) {
-                    self.carving.set(prev);
-                    carving_released = true;
-                }
-                forget(slab);
-                // SAFETY: forwarded from the caller.
-                unsafe { self.release(slab, alloc) };
-            }
+                None => (slab, slab),
+            });
             index += 1;
         }
-        carving_released
+        if let Some((_, last)) = sunk {
+            last.set_next(None);
+        }
+        match kept {
+            Some((first, last)) => {
+                last.set_next(sunk.map(|(first, _)| first));
+                self.first.set(Some(first));
+                self.last.set(Some(sunk.map_or(last, |(_, last)| last)));
+            }
+            None => {
+                self.first.set(sunk.map(|(first, _)| first));
+                self.last.set(sunk.map(|(_, last)| last));
+            }
+        }
+        carving_sunk
     }
 
-    /// Releases every slab.
+    /// Releases every slab behind the one being carved (every slab when none is), one at a
+    /// time: each leaves the list, goes to `forget` and out of the counts before its block goes
+    /// to `alloc`. So an `alloc.deallocate` that unwinds leaves a consistent list that no
+    /// longer holds the block it was given, and holds the slabs not released yet.
+    ///
+    /// # Safety
+    /// No slot of a slab behind the carving one (of any slab when none is) is in use or on a
+    /// free list (as for slabs not carved yet); `alloc` is the allocator the slabs came from.
+    pub(crate) unsafe fn release_uncarved<A: Allocator>(
+        &self,
+        mut forget: impl FnMut(Slab),
+        alloc: &A,
+    ) {
+        let before = self.carving.get();
+        loop {
+            let next = match before {
+                Some(c) => c.next(),
+                None => self.first.get(),
+            };
+            let Some(slab) = next else { break };
+            let after = slab.next();
+            match before {
+                Some(c) => c.set_next(after),
+                None => self.first.set(after),
+            }
+            if after.is_none() {
+                self.last.set(before);
+            }
+            forget(slab);
+            let h = slab.header();
+            self.len.set(self.len.get() - 1);
+            self.slots.set(self.slots.get() - h.slots);
+            self.bytes.set(self.bytes.get() - h.size);
+            let layout = slab.block_layout();
+            // SAFETY: the block came from `alloc` with this layout; nothing refers to it any
+            // more: it left the list above, and none of its slots is in use or on a free list
+            // (both forwarded from the caller).
+            unsafe { alloc.deallocate(slab.base(), layout) };
+        }
+    }
+
+    /// Releases every slab (see [`release_uncarved`](Self::release_uncarved)), for a pool that
+    /// is dropped.
     ///
     /// # Safety
     /// No slot is in use or used again; `alloc` is the allocator the slabs came from.
-    pub(crate) unsafe fn release_all<A: Allocator>(&self, mut forget: impl FnMut(Slab), alloc: &A) {
-        let mut s = self.first.take();
-        while let Some(slab) = s {
-            s = slab.next();
-            forget(slab);
-            // SAFETY: forwarded from the caller.
-            unsafe { self.release(slab, alloc) };
-        }
-        self.last.set(None);
+    pub(crate) unsafe fn release_all<A: Allocator>(&self, alloc: &A) {
         self.carving.set(None);
-    }
-
-    /// # Safety
-    /// The slab is unlinked (or about to be forgotten), unused, and came from `alloc`.
-    unsafe fn release<A: Allocator>(&self, slab: Slab, alloc: &A) {
-        let h = slab.header();
-        self.len.set(self.len.get() - 1);
-        self.slots.set(self.slots.get() - h.slots);
-        self.bytes.set(self.bytes.get() - h.size);
-        let layout = slab.block_layout();
-        // SAFETY: the block came from `alloc` with this layout and is not used again.
-        unsafe { alloc.deallocate(slab.0.cast(), layout) };
+        // SAFETY: forwarded from the caller: no slot is in use or used again (the free list is
+        // not read again), and the slabs came from `alloc`.
+        unsafe { self.release_uncarved(|_| {}, alloc) };
     }
 }

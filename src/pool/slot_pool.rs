@@ -190,6 +190,12 @@ impl<A: Allocator> Pool<A> {
     /// # The backing allocator
     /// - **`alloc` may panic**: the pool is then as it was before the request (a new slab is
     ///   taken only after the address map has made room for it, so none is lost), and usable.
+    /// - **`alloc`'s `deallocate` may panic** (in [`trim`](Self::trim) or the pool's drop):
+    ///   the pool then no longer refers to the block it was giving back, and keeps, usable, the
+    ///   slabs it had not given back yet (a drop leaves them, and the address map's table, to
+    ///   `alloc`). Such a `deallocate` must leave its block allocated (it is leaked): a grow or
+    ///   shrink that moves a block `alloc` holds gives the old block back last, and unwinds with
+    ///   it while its caller still holds the old block.
     /// - **`alloc` may use this pool**: a nested request that needs a new slab while the pool is
     ///   taking one is refused (`Err(AllocError)`); every other nested call (a free, an
     ///   allocation from a free slot or the slab being carved, a layout that goes to `alloc`, the
@@ -410,40 +416,45 @@ impl<A: Allocator> Pool<A> {
     /// assert_eq!(pool.stats().bytes_held, 0);
     /// ```
     pub fn trim(&mut self) {
+        // The slabs to release are first put out of reach of allocation: their free slots off
+        // the free list, the carve region out of them, and the slabs themselves behind the one
+        // being carved, as slabs not carved yet. Then they are released one at a time, each out
+        // of the list and the address map before its block goes to the backing allocator, so a
+        // `deallocate` that unwinds leaves a pool that no longer refers to that block and still
+        // holds the slabs not released yet.
         if self.in_use() == 0 {
             self.free.clear();
-            // SAFETY: no slot is in use, and the slabs came from `self.alloc`.
+            self.slabs.uncarve_all();
+            self.enter_carve_slab();
+            // SAFETY: no slot is in use, none is on the free list, and no slab is carved; the
+            // slabs came from `self.alloc`.
             unsafe {
                 self.slabs
-                    .release_all(|slab| self.unregister(slab), &self.alloc)
+                    .release_uncarved(|slab| self.unregister(slab), &self.alloc)
             };
-            self.carve.set(NonNull::dangling());
-            self.carve_end.set(NonNull::dangling());
             return;
         }
-        // A slab holds a slot in use when it has more carved slots than free ones. The free
-        // slots are collected first: once slabs are released, the links stored in their slots
-        // must not be read.
+        // A slab holds a slot in use when it has more carved slots than free ones.
         let mut live: alloc::vec::Vec<usize> = self
             .slabs
             .carved_counts(self.carve.get(), self.shape.size)
             .collect();
         let ranges = self.slabs.sorted_ranges(self.shape.size);
-        let mut free = alloc::vec::Vec::new();
-        let list = self.free.take();
-        while let Some(p) = list.pop() {
+        self.free.for_each(|p| {
             if let Some(r) = SlabList::find(&ranges, p) {
                 live[r.index] -= 1;
             }
-            free.push(p);
+        });
+        let keep = |i: usize| live.get(i).is_some_and(|&n| n > 0);
+        if (0..live.len()).all(keep) {
+            return;
         }
-        // SAFETY: a slab is released only when none of its carved slots is in use; its free
-        // slots are not put back on the free list below.
-        let carving_released = unsafe {
-            self.slabs
-                .retain(|i| live[i] > 0, |slab| self.unregister(slab), &self.alloc)
-        };
-        if carving_released {
+        // The slabs to release are all still held: the links in their free slots can be read.
+        self.free
+            .retain(|p| SlabList::find(&ranges, p).is_some_and(|r| keep(r.index)));
+        // SAFETY: a slab that is not kept has no slot in use (all its carved slots were free),
+        // and none of its slots is on the free list any more; `keep` does not unwind.
+        if unsafe { self.slabs.sink(keep) } {
             // Carving moved back to a fully carved slab (or to none): an empty carve region at
             // its end, so that the carve position stays inside the slab being carved.
             let end = match self.slabs.carving() {
@@ -453,12 +464,12 @@ impl<A: Allocator> Pool<A> {
             self.carve.set(end);
             self.carve_end.set(end);
         }
-        for p in free.into_iter().rev() {
-            if self.map.get(p.addr().get()).is_some() {
-                // SAFETY: a free slot of a slab that is still held (released slabs left the map).
-                unsafe { self.free.push(p) };
-            }
-        }
+        // SAFETY: the slabs behind the carving one are those not kept, or never carved: none
+        // of their slots is in use or on the free list. They came from `self.alloc`.
+        unsafe {
+            self.slabs
+                .release_uncarved(|slab| self.unregister(slab), &self.alloc)
+        };
     }
 
     /// Whether `p` lies in one of this pool's slabs (how a `SyncPool` finds a block's shard).
@@ -778,10 +789,13 @@ impl<A: Allocator> Pool<A> {
 
 impl<A: Allocator> Drop for Pool<A> {
     fn drop(&mut self) {
+        // The slabs stay in the address map as they are released: nothing reads it again. A
+        // `deallocate` that unwinds leaves the slabs not released yet, and the map's table, to
+        // the backing allocator.
         // SAFETY: ownership proves no block is alive; the slabs and the map's table came from
         // `self.alloc`.
         unsafe {
-            self.slabs.release_all(|_| {}, &self.alloc);
+            self.slabs.release_all(&self.alloc);
             self.map.release(&self.alloc);
         }
     }

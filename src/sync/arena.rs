@@ -27,10 +27,12 @@ struct SharedChunk {
     /// the chunk (see `crate::arena::retention`; only the probe's chunk, `Chunks::probe`). Only
     /// raised, under the lock; set under `&mut`.
     limit: AtomicUsize,
-    /// Size of the block taken from the backing allocator; fixed. The chunk's usable bytes end
-    /// where the block does ([`Chunk::end`]: not stored, so the header stays 32 bytes).
+    /// Size of the block taken from the backing allocator; written before the chunk is linked
+    /// or published, fixed after. The chunk's usable bytes end where the block does
+    /// ([`Chunk::end`]: not stored, so the header stays 32 bytes).
     size: usize,
     /// The next chunk of the list this chunk is on (used chunks, newest first; or spares).
+    /// Read and written only under the lock or `&mut SyncArena` (the lists are the lock's).
     next: Option<NonNull<SharedChunk>>,
 }
 
@@ -49,27 +51,43 @@ const EXTRA_HEADER: usize = DATA_OFFSET.saturating_sub(HEADER_SIZE);
 const _: () = assert!(EXTRA_HEADER == 0);
 
 /// A handle to a chunk (the block's own pointer, which carries its provenance).
+///
+/// The header is reached one field at a time, never as a whole `&SharedChunk`: a thread that
+/// reaches the chunk without the lock (through `current`) uses its atomics (`cursor`, `limit`)
+/// and reads `size`, while `next` is only read and written under the lock (or `&mut`), so that
+/// relinking a list never writes memory that a thread without the lock reads.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Chunk(NonNull<SharedChunk>);
 
 impl Chunk {
-    fn header(&self) -> &SharedChunk {
+    /// The cursor, for any thread that reaches the chunk.
+    fn cursor(&self) -> &AtomicUsize {
         // SAFETY: a `Chunk` is only made for an initialised header, and the arena keeps the block
         // until `&mut self` methods or drop, none of which runs while a `&self` borrow (and so a
-        // chunk handle in use) is alive.
-        unsafe { self.0.as_ref() }
+        // chunk handle in use) is alive. The reference covers the atomic field only.
+        unsafe { &(*self.0.as_ptr()).cursor }
     }
 
-    /// Links this chunk to `next`. Only called under the lock or `&mut SyncArena`, on a chunk no
-    /// other thread follows the link of.
+    /// The limit, for any thread that reaches the chunk.
+    fn limit(&self) -> &AtomicUsize {
+        // SAFETY: as in `cursor`.
+        unsafe { &(*self.0.as_ptr()).limit }
+    }
+
+    /// Links this chunk to `next`. Only under the lock or `&mut SyncArena`.
     fn set_next(&self, next: Option<Chunk>) {
-        // SAFETY: the header is initialised and the caller excludes every other access to `next`
-        // (the only non-atomic field that ever changes).
+        // SAFETY: the header is initialised and kept (as in `cursor`); `next` is read and written
+        // only under the lock or `&mut self` (see `next`), which the caller holds, so this write
+        // excludes every other access to it, and no reference to the field (or to the whole
+        // header) is alive.
         unsafe { (*self.0.as_ptr()).next = next.map(|c| c.0) };
     }
 
+    /// The next chunk of the list. Only under the lock or `&mut SyncArena`.
     fn next(&self) -> Option<Chunk> {
-        self.header().next.map(Chunk)
+        // SAFETY: as in `set_next`: the caller holds the lock or `&mut`, which orders this read
+        // after every write of the field.
+        unsafe { (*self.0.as_ptr()).next.map(Chunk) }
     }
 
     fn start(&self) -> usize {
@@ -78,12 +96,15 @@ impl Chunk {
 
     /// Size of the block taken from the backing allocator.
     fn size(&self) -> usize {
-        self.header().size
+        // SAFETY: as in `cursor`. `size` is written once, before the chunk is linked or published
+        // (a thread reaches it through the lock, or the Release store of `current` that its
+        // Acquire load sees), and never again.
+        unsafe { (*self.0.as_ptr()).size }
     }
 
     /// One past the last usable byte (an address): the end of the block.
     fn end(&self) -> usize {
-        self.0.addr().get() + self.header().size
+        self.0.addr().get() + self.size()
     }
 
     fn block_layout(&self) -> Layout {
@@ -102,9 +123,9 @@ impl Chunk {
     /// takes its padding only: the typed API may pass one of alignment 1.)
     #[inline(always)]
     fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
-        let h = self.header();
+        let (cursor, limit) = (self.cursor(), self.limit());
         // Relaxed: a stale value only makes the first compare-and-swap fail.
-        let mut cur = h.cursor.load(Ordering::Relaxed);
+        let mut cur = cursor.load(Ordering::Relaxed);
         loop {
             let pad = cur.wrapping_neg() & (layout.align() - 1);
             // `pad + size` cannot overflow, and is at most `isize::MAX` (see `RawArena::bump`).
@@ -112,7 +133,7 @@ impl Chunk {
             // is negative when a stale limit (read Relaxed: it only rises while threads share
             // the arena) lies below a cursor another thread has moved past it: nothing fits
             // then, and the request takes the locked path, which sees the latest limit.
-            let room = h.limit.load(Ordering::Relaxed).wrapping_sub(cur) as isize;
+            let room = limit.load(Ordering::Relaxed).wrapping_sub(cur) as isize;
             if (pad + layout.size()) as isize > room {
                 return None;
             }
@@ -120,7 +141,7 @@ impl Chunk {
             // Acquire on success: the bytes may have been given back by another thread
             // (`deallocate`/`shrink` of the last block, a `LocalArena`'s unused tail) with a
             // Release compare-and-swap; their last writes must happen before ours.
-            match h.cursor.compare_exchange_weak(
+            match cursor.compare_exchange_weak(
                 cur,
                 start + layout.size(),
                 Ordering::Acquire,
@@ -138,15 +159,14 @@ impl Chunk {
     fn move_cursor(&self, from: usize, to: usize) -> bool {
         // AcqRel: moving back releases bytes our writes touched; moving forward acquires bytes
         // another thread may have released.
-        self.header()
-            .cursor
+        self.cursor()
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     }
 
     /// Bytes handed out from this chunk.
     fn used(&self) -> usize {
-        self.header().cursor.load(Ordering::Relaxed) - self.start()
+        self.cursor().load(Ordering::Relaxed) - self.start()
     }
 
     fn capacity(&self) -> usize {
@@ -155,7 +175,7 @@ impl Chunk {
 
     /// Whether a probe holds the chunk below its end.
     fn probed(&self) -> bool {
-        self.header().limit.load(Ordering::Relaxed) != self.end()
+        self.limit().load(Ordering::Relaxed) != self.end()
     }
 }
 
@@ -230,9 +250,7 @@ impl Chunks {
     /// capacity), for the cycle after a reset; the reset that follows lifts it.
     fn set_probe(&mut self, c: Chunk, reached: usize) {
         debug_assert!(reached < c.capacity() && self.probe.is_none());
-        c.header()
-            .limit
-            .store(c.start() + reached, Ordering::Relaxed);
+        c.limit().store(c.start() + reached, Ordering::Relaxed);
         self.probe = Some(Probe {
             chunk: c,
             met: false,
@@ -335,6 +353,11 @@ impl<A: Allocator> SyncArena<A> {
     /// the limit meanwhile), so a slow `alloc` holds up no other thread, and:
     /// - **it may panic**: the arena is then as it was before the request (nothing is left
     ///   counted against the limit), every block in place;
+    /// - **its `deallocate` may panic** (in a reset, [`trim`](SyncArena::trim), the drop, or when
+    ///   a large block is freed or moved): the arena then no longer refers to the block it was
+    ///   giving back, or counts it, and stays usable, with the chunks it had not given back yet.
+    ///   Such a `deallocate` must leave its block allocated (it is leaked), as for
+    ///   [`Arena::new_in`](crate::Arena::new_in);
     /// - **it may use this arena** (allocate, free, read the statistics): every such nested call
     ///   is served, including one that takes a chunk of its own.
     ///
@@ -540,9 +563,9 @@ impl<A: Allocator> SyncArena<A> {
         let probed = chunks.probe.take().map(|probe| {
             let c = probe.chunk;
             if probe.met {
-                now = now.max(c.header().limit.load(Ordering::Relaxed) - c.start());
+                now = now.max(c.limit().load(Ordering::Relaxed) - c.start());
             }
-            c.header().limit.store(c.end(), Ordering::Relaxed);
+            c.limit().store(c.end(), Ordering::Relaxed);
             probe.met
         });
         if bound != 0 {
@@ -552,7 +575,7 @@ impl<A: Allocator> SyncArena<A> {
         let mut largest: Option<Chunk> = None;
         let mut spare = chunks.spares;
         while let Some(c) = spare {
-            c.header().cursor.store(c.start(), Ordering::Relaxed);
+            c.cursor().store(c.start(), Ordering::Relaxed);
             // A `LocalArena` may have poisoned bytes of its pieces (ASan builds): the shared
             // path hands them out again as they are.
             unpoison_block(c);
@@ -601,53 +624,78 @@ impl<A: Allocator> SyncArena<A> {
                 Some(capacity)
             }
         };
-        // Every spare goes back.
-        self.trim();
-        let chunks = self.chunks.get_mut();
-        let keep = match renew {
-            None => Some(keep),
-            // Should the backing allocator or the limit refuse the chunk, the arena holds none,
-            // as a new one, and takes chunks again as it allocates.
-            Some(capacity) => capacity
-                .checked_add(EXTRA_HEADER)
-                .and_then(chunk_size_for_capacity)
-                .filter(|&(size, _)| {
-                    chunks
-                        .limit
-                        .is_none_or(|l| size <= l.saturating_sub(chunks.held + chunks.large_bytes))
-                })
-                .and_then(|(size, nominal)| {
-                    let c = self.take_block(size).ok()?;
-                    self.chunks.get_mut().record(size, nominal);
-                    Some(c)
-                }),
-        };
-        let chunks = self.chunks.get_mut();
-        // Growth starts again from the chunk kept: a cycle that outgrows it takes about twice.
-        chunks.growth = keep.map_or(0, |k| k.size());
-        if let Some(k) = keep {
+        // The arena is in its final state before any block goes back (the backing allocator may
+        // unwind there): the chunk kept, if any, is the one in use and the current one, and every
+        // other chunk is a spare. Growth starts again from the chunk kept: a cycle that outgrows
+        // it takes about twice.
+        let kept = if renew.is_none() { Some(keep) } else { None };
+        if let Some(k) = kept {
             k.set_next(None);
-            if renew.is_some() && bound != 0 && now < k.capacity() {
-                chunks.set_probe(k, now);
-            }
         }
-        chunks.used = keep;
+        chunks.used = kept;
+        chunks.growth = kept.map_or(0, |k| k.size());
         self.current.store(
-            keep.map_or(ptr::null_mut(), |k| k.0.as_ptr()),
+            kept.map_or(ptr::null_mut(), |k| k.0.as_ptr()),
             Ordering::Relaxed,
         );
+        // Every spare goes back.
+        self.trim();
+        let Some(capacity) = renew else {
+            return;
+        };
+        // The renewed chunk. Should the backing allocator or the limit refuse it, the arena holds
+        // none, as a new one, and takes chunks again as it allocates.
+        let chunks = self.chunks.get_mut();
+        let Some((size, nominal)) = capacity
+            .checked_add(EXTRA_HEADER)
+            .and_then(chunk_size_for_capacity)
+            .filter(|&(size, _)| {
+                chunks
+                    .limit
+                    .is_none_or(|l| size <= l.saturating_sub(chunks.held + chunks.large_bytes))
+            })
+        else {
+            return;
+        };
+        let Ok(k) = self.take_block(size) else {
+            return;
+        };
+        let chunks = self.chunks.get_mut();
+        chunks.record(size, nominal);
+        chunks.growth = k.size();
+        if bound != 0 && now < k.capacity() {
+            chunks.set_probe(k, now);
+        }
+        chunks.used = Some(k);
+        self.current.store(k.0.as_ptr(), Ordering::Relaxed);
     }
 
     /// Returns the spare chunks to the backing allocator: those a thread took while another
-    /// installed a chunk with room (a `reset` gives back every chunk but one itself).
+    /// installed a chunk with room (a `reset` gives back every chunk but one itself). Should the
+    /// backing allocator unwind, the spares not yet returned stay the arena's.
     pub fn trim(&mut self) {
-        let chunks = self.chunks.get_mut();
-        let mut spare = chunks.spares.take();
-        while let Some(c) = spare {
-            spare = c.next();
+        self.free_list(|chunks| &mut chunks.spares);
+    }
+
+    /// Returns every chunk of the list `list` picks out to the backing allocator, one at a time:
+    /// each is unlinked and uncounted before its block goes back, so that a backing allocator
+    /// that unwinds leaves the rest listed and held, and nothing that points to a freed block
+    /// (the chunk it was freeing is forgotten: leaked at worst). Neither `current` nor the probe
+    /// points to a chunk of the list, and none of its chunks holds a block still in use.
+    fn free_list(&mut self, list: fn(&mut Chunks) -> &mut Option<Chunk>) {
+        loop {
+            let chunks = self.chunks.get_mut();
+            let head = list(chunks);
+            let Some(c) = *head else {
+                return;
+            };
+            *head = c.next();
             chunks.held -= c.size();
             chunks.count -= 1;
-            // SAFETY: a spare holds no live block, and `&mut self` proves no thread uses it.
+            debug_assert!(chunks.probe.is_none_or(|p| p.chunk != c));
+            debug_assert_ne!(self.current.load(Ordering::Relaxed), c.0.as_ptr());
+            // SAFETY: a spare (or, in drop, any chunk) holds no live block, `&mut self` proves no
+            // thread uses it, and it is unlinked and uncounted: nothing in the arena refers to it.
             unsafe { free_chunk(&self.alloc, c) };
         }
     }
@@ -748,15 +796,25 @@ impl<A: Allocator> SyncArena<A> {
         let (size, nominal) = self.new_chunk_size(&chunks, layout, how)?;
         // A reset plans one chunk: a thread that comes for a chunk while this one takes it sizes
         // its own by growth (and keeps it as a spare if this one is installed first), rather
-        // than both taking the planned size. A failure leaves the plan as it was.
+        // than both taking the planned size. A failure leaves the plan as it was, and so does a
+        // backing allocator that unwinds.
         let plan = core::mem::take(&mut chunks.plan);
-        let (taken, mut chunks) = self.unlocked(chunks, size, || self.take_block(size));
+        let keep_plan = |chunks: &mut Chunks| {
+            if chunks.plan == 0 {
+                chunks.plan = plan;
+            }
+        };
+        let (taken, mut chunks) = self.unlocked(chunks, size, || {
+            // Runs with the lock released (as `unlocked`'s own undo does).
+            let on_unwind = OnUnwind::new(|| keep_plan(&mut self.chunks.lock()));
+            let taken = self.take_block(size);
+            on_unwind.disarm();
+            taken
+        });
         let c = match taken {
             Ok(c) => c,
             Err(e) => {
-                if chunks.plan == 0 {
-                    chunks.plan = plan;
-                }
+                keep_plan(&mut chunks);
                 return Err(e);
             }
         };
@@ -802,7 +860,7 @@ impl<A: Allocator> SyncArena<A> {
         // further (each raise moves it up by a step at least).
         loop {
             let raised = self.raise_probe(chunks, |c| {
-                let at = c.header().cursor.load(Ordering::Relaxed);
+                let at = c.cursor().load(Ordering::Relaxed);
                 Some(
                     (at - c.start())
                         .saturating_add(at.wrapping_neg() & (layout.align() - 1))
@@ -840,9 +898,9 @@ impl<A: Allocator> SyncArena<A> {
             return false;
         };
         let start = c.start();
-        let limit = c.header().limit.load(Ordering::Relaxed);
+        let limit = c.limit().load(Ordering::Relaxed);
         let reached = next_probe(limit - start, wanted, c.capacity());
-        c.header().limit.store(start + reached, Ordering::Relaxed);
+        c.limit().store(start + reached, Ordering::Relaxed);
         probe.met = true;
         true
     }
@@ -970,7 +1028,7 @@ impl<A: Allocator> SyncArena<A> {
         let Some(to) = p.addr().get().checked_add(new_size) else {
             return false;
         };
-        to <= c.header().limit.load(Ordering::Relaxed) && c.move_cursor(from, to)
+        to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(from, to)
     }
 
     /// In-place shrink of the last block `[p, p + old)` to `new_size <= old`, if it is the last
@@ -1042,15 +1100,11 @@ fn take_spare(chunks: &mut Chunks, layout: Layout) -> Option<Chunk> {
 impl<A: Allocator> Drop for SyncArena<A> {
     fn drop(&mut self) {
         self.free_all_large();
-        let chunks = self.chunks.get_mut();
-        for list in [chunks.used.take(), chunks.spares.take()] {
-            let mut c = list;
-            while let Some(x) = c {
-                c = x.next();
-                // SAFETY: ownership: no thread is inside the arena and no block is used again.
-                unsafe { free_chunk(&self.alloc, x) };
-            }
-        }
+        // No block is used again: every chunk goes back, the current one no longer current.
+        self.current.store(ptr::null_mut(), Ordering::Relaxed);
+        self.chunks.get_mut().probe = None;
+        self.free_list(|chunks| &mut chunks.used);
+        self.free_list(|chunks| &mut chunks.spares);
     }
 }
 
@@ -1076,15 +1130,14 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
         };
         // Relaxed, as in `bump`: a stale value only makes the hint wrong, and a piece that does
         // not fit takes the locked path.
-        let h = c.header();
-        let Some(from) = h
-            .cursor
+        let Some(from) = c
+            .cursor()
             .load(Ordering::Relaxed)
             .checked_next_multiple_of(CHUNK_ALIGN)
         else {
             return 0;
         };
-        h.limit.load(Ordering::Relaxed).saturating_sub(from) & !(CHUNK_ALIGN - 1)
+        c.limit().load(Ordering::Relaxed).saturating_sub(from) & !(CHUNK_ALIGN - 1)
     }
 
     unsafe fn deallocate_chunk(&self, _ptr: NonNull<u8>, _layout: Layout) {
@@ -1302,7 +1355,7 @@ impl<A: Allocator> SyncArena<A> {
     fn raise_probe_for(&self, p: NonNull<u8>, old: Layout, new: Layout) -> bool {
         let p = p.addr().get();
         let is_last =
-            |c: Chunk| p.checked_add(old.size()) == Some(c.header().cursor.load(Ordering::Relaxed));
+            |c: Chunk| p.checked_add(old.size()) == Some(c.cursor().load(Ordering::Relaxed));
         // Without the lock first: a probe is rare, and only the cycle after a reset has one.
         let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
         if !current.is_some_and(|c| c.probed() && is_last(c)) {
@@ -1469,7 +1522,7 @@ mod tests {
     }
 
     fn reached(c: Chunk) -> usize {
-        c.header().limit.load(Ordering::Relaxed) - c.start()
+        c.limit().load(Ordering::Relaxed) - c.start()
     }
 
     #[test]

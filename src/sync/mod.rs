@@ -19,6 +19,12 @@
 //!   compare-and-swap is `Relaxed`: it only retries.
 //! - Chunks are freed only through `&mut SyncArena` (`reset`, `trim`) or drop, so a thread never
 //!   bumps a chunk that is being freed.
+//! - A thread without the lock reaches a chunk's header only through its atomics and its size
+//!   (written before the chunk is published, fixed after); the chunk lists (each chunk's `next`)
+//!   are read and written only under the lock or `&mut SyncArena`.
+//! - A large block's header is read without the lock only while no list holds it: threads relink
+//!   the list under the lock, which writes the headers of the blocks next to theirs, so what a
+//!   caller needs of a block is read before it is linked.
 //! - `SyncPool` has no lock-free structure: each shard's `Mutex` orders every use of its slots.
 
 mod arena;

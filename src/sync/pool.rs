@@ -1,6 +1,7 @@
 //! [`SyncPool`]: a [`Pool`] shared by threads, as striped shards of the single-threaded pool.
 
 use core::alloc::Layout;
+use core::cell::Cell;
 use core::fmt;
 use core::ptr::{self, NonNull};
 
@@ -87,11 +88,15 @@ struct Shard<A: Allocator>(ReentrantLock<Pool<Backing<A>>>);
 struct Backing<A: Allocator> {
     shared: NonNull<Shared<A>>,
     shard: usize,
+    /// Set while the shard is held through `&mut SyncPool` (in `trim`), not through its lock:
+    /// the shards are then borrowed mutably, and must not be reached from here.
+    exclusive: Cell<bool>,
 }
 
-// SAFETY: `Backing` is only a shared reference to the `SyncPool`'s `Shared`, which outlives every
+// SAFETY: `Backing` is a shared reference to the `SyncPool`'s `Shared`, which outlives every
 // shard (its allocator is dropped after them); using it from several threads needs `A: Sync`, as
-// `&A` would.
+// `&A` would. Its flag is part of the shard's pool, read and written only by the thread that
+// holds the shard (under its lock, or through `&mut SyncPool`).
 unsafe impl<A: Allocator + Sync> Send for Backing<A> {}
 
 // SAFETY: every method forwards to the `A` in `Shared`, which is alive (see above).
@@ -110,11 +115,27 @@ unsafe impl<A: Allocator> Allocator for Backing<A> {
         }
     }
 
+    /// Called by the shard's pool with the shard's lock held (an address-map table replaced
+    /// while a slab is taken), with the thread recorded as the holder as for `allocate`; or
+    /// with the shard held exclusively (`trim`), or once the shards are gone (drop).
     #[inline]
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller; the allocator is reached through a shared reference
-        // to its field only (a `trim` or drop of the pool may hold the shards mutably).
-        unsafe { (*self.shared.as_ptr()).alloc.deallocate(ptr, layout) }
+        if self.exclusive.get() {
+            // SAFETY: forwarded from the caller; the allocator is reached through a shared
+            // reference to its field only: `trim` holds the shards mutably.
+            return unsafe { (*self.shared.as_ptr()).alloc.deallocate(ptr, layout) };
+        }
+        // SAFETY: `shared` is alive (see above); nothing holds the shards mutably: a shard is
+        // held through its lock, or the shards have left `shared` (drop).
+        let shared = unsafe { self.shared.as_ref() };
+        match shared.shards.get(self.shard) {
+            // SAFETY: forwarded from the caller.
+            Some(shard) => shard.0.holding(Me::get(), || unsafe {
+                shared.alloc.deallocate(ptr, layout)
+            }),
+            // SAFETY: forwarded from the caller.
+            None => unsafe { shared.alloc.deallocate(ptr, layout) },
+        }
     }
 }
 
@@ -153,6 +174,8 @@ impl<A: Allocator> SyncPool<A> {
     /// A shard calls `alloc` for a slab with its lock held; the lock is re-entrant, so:
     /// - **`alloc` may panic**: the shard is then as it was before the request, every block in
     ///   place, and its lock is free again;
+    /// - **`alloc`'s `deallocate` may panic** (in [`trim`](Self::trim) or the pool's drop): as
+    ///   for [`Pool::new_in`]; a drop still frees the pool's own state and drops `alloc`;
     /// - **`alloc` may use this pool** on the same thread: a nested request that needs another
     ///   slab in the shard being refilled is refused (`Err(AllocError)`); every other nested call
     ///   (a free, an allocation from a free slot, a layout that goes to `alloc`, the statistics)
@@ -180,7 +203,11 @@ impl<A: Allocator> SyncPool<A> {
             .map(|shard| {
                 Shard(ReentrantLock::new(Pool::new_in(
                     layout,
-                    Backing { shared, shard },
+                    Backing {
+                        shared,
+                        shard,
+                        exclusive: Cell::new(false),
+                    },
                 )))
             })
             .collect();
@@ -324,8 +351,24 @@ impl<A: Allocator> SyncPool<A> {
 
     /// Returns every slab with no slot in use to the backing allocator.
     pub fn trim(&mut self) {
+        /// Clears a shard's `exclusive` flag when its `trim` returns or unwinds.
+        struct Exclusive<A: Allocator>(*mut Pool<Backing<A>>);
+        impl<A: Allocator> Drop for Exclusive<A> {
+            fn drop(&mut self) {
+                // SAFETY: the pool is a shard of the `SyncPool` borrowed mutably by `trim`; the
+                // `&mut` its `trim` took from this pointer has ended.
+                unsafe { (*self.0).allocator().exclusive.set(false) };
+            }
+        }
         for shard in self.shards_mut() {
-            shard.0.get_mut().trim();
+            let pool: *mut Pool<Backing<A>> = shard.0.get_mut();
+            // SAFETY: `pool` comes from the `&mut` above, and is used only through this pointer
+            // from here on.
+            unsafe { (*pool).allocator().exclusive.set(true) };
+            let exclusive = Exclusive(pool);
+            // SAFETY: as above.
+            unsafe { (*pool).trim() };
+            drop(exclusive);
         }
     }
 
@@ -507,15 +550,26 @@ fn default_shards() -> usize {
 
 impl<A: Allocator> Drop for SyncPool<A> {
     fn drop(&mut self) {
-        let shared = self.shared.as_ptr();
+        /// Frees the `Shared` (dropping the backing allocator) once the shards are gone, also
+        /// when a shard's pool unwinds out of the backing allocator's `deallocate`.
+        struct FreeShared<A: Allocator>(*mut Shared<A>);
+        impl<A: Allocator> Drop for FreeShared<A> {
+            fn drop(&mut self) {
+                // SAFETY: made by `Box::leak` in the constructor and freed only here, once the
+                // shards are dropped (see below).
+                drop(unsafe { Box::from_raw(self.0) });
+            }
+        }
+        let shared = FreeShared(self.shared.as_ptr());
         // The shards first, through the raw pointer: their pools give their slabs back through
         // `Backing` pointers to `alloc`, which a `Box` of the whole `Shared` would invalidate.
         // SAFETY: `shared` is valid and ours; the field is replaced, never dropped twice.
-        let shards = unsafe { ptr::replace(&raw mut (*shared).shards, Box::new([])) };
+        let shards = unsafe { ptr::replace(&raw mut (*shared.0).shards, Box::new([])) };
+        // A shard's pool that unwinds here has given back what it could; the slice's drop still
+        // drops the other shards and frees the box before `shared` frees the `Shared` in the
+        // unwind, so no `Backing` pointer is left when it does.
         drop(shards);
-        // SAFETY: made by `Box::leak` in the constructor and freed only here; no `Backing`
-        // pointer is left.
-        drop(unsafe { Box::from_raw(shared) });
+        drop(shared);
     }
 }
 

@@ -5,6 +5,11 @@
 //!
 //! As for chunks, the backing allocator is called with the lock released (the bytes counted
 //! against the limit meanwhile); the list and the totals change under the lock.
+//!
+//! A block's header is read without the lock only while the block is on no list (before it is
+//! linked, or after it is unlinked): once linked, other threads relink the list under the lock,
+//! which writes the links of the blocks next to theirs. So what a caller needs of a block (its
+//! data's address) is taken before the block is linked.
 
 use core::alloc::Layout;
 use core::ptr::{self, NonNull};
@@ -53,12 +58,17 @@ impl<A: Allocator> SyncArena<A> {
     /// `p` is a large block of `block` taken by [`take_large`](Self::take_large) or resized by
     /// [`resize_large_block`](Self::resize_large_block), unlinked and not used again.
     pub(super) unsafe fn give_large(&self, p: NonNull<u8>, block: Layout) {
+        // Uncounted once the backing allocator returns, and also when it unwinds: no list holds
+        // the block any more (it is leaked at worst), and the limit must not count it for ever.
+        // The lock is not held across the call (the backing allocator may use this arena).
+        let _uncount = OnUnwind::new(|| {
+            let mut chunks = self.chunks.lock();
+            chunks.large_bytes -= block.size();
+            chunks.large_data -= data_size(block);
+            chunks.large_count -= 1;
+        });
         // SAFETY: forwarded from the caller: the block came from `self.alloc` with `block`.
         unsafe { self.alloc.deallocate(p, block) };
-        let mut chunks = self.chunks.lock();
-        chunks.large_bytes -= block.size();
-        chunks.large_data -= data_size(block);
-        chunks.large_count -= 1;
     }
 
     /// Grows or shrinks a large block through the backing allocator, and recounts it.
@@ -95,8 +105,10 @@ impl<A: Allocator> SyncArena<A> {
         let p = self.take_large(block)?;
         // SAFETY: a fresh block of `block`'s layout, ours alone.
         let b = unsafe { Large::init(p.cast(), block) };
+        // Read before the block is linked (see the module documentation).
+        let data = b.data();
         self.chunks.lock().large.push(b);
-        Ok(b.data())
+        Ok(data)
     }
 
     /// The shared path's large block whose data is the caller's block `p` of `layout`, taken out
@@ -132,7 +144,8 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Grows or shrinks the shared path's large block `b` (unlinked), the caller's block of
     /// `old`, to `new`: through the backing allocator while it stays large with the same
-    /// alignment, else by moving it. On failure it is linked back unchanged.
+    /// alignment, else by moving it. On failure it is linked back unchanged; resized in place, it
+    /// goes back where it was in the list (it keeps its sequence number).
     ///
     /// # Safety
     /// `b`'s data is the caller's live block of `old`.
@@ -165,8 +178,10 @@ impl<A: Allocator> SyncArena<A> {
             relink.disarm();
             // SAFETY: the block holds the old block's bytes, header included.
             let b = unsafe { Large::resized(p.cast(), block) };
-            self.chunks.lock().large.push(b);
-            b.data()
+            // Read before the block is linked (see the module documentation).
+            let data = b.data();
+            self.chunks.lock().large.reinsert(b);
+            data
         };
         if zeroed && new.size() > old.size() {
             // SAFETY: `q` is writable for `new.size()` bytes.

@@ -1,0 +1,538 @@
+//! Pools whose backing allocator unwinds from `deallocate` while they give memory back (`trim`,
+//! drop): the block it was handed is not touched again, nothing the pool keeps points into it,
+//! every statistic stays exact, and the pool serves, frees and trims as before. For `Pool`,
+//! `TypedPool`, `SizeClassPool` and `SyncPool`.
+//!
+//! The backing allocator frees the block before it panics, so a pool that still points into it
+//! hands out memory the backing allocator no longer holds (checked natively against its record
+//! of the blocks it holds, and by Miri as a use after free).
+//!
+//! Also: a `SyncPool` whose backing allocator's `deallocate`, called with a shard's lock held,
+//! uses the same pool on that thread (served, not a deadlock).
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
+
+use core::alloc::Layout;
+use core::cell::{Cell, RefCell};
+use core::ptr::NonNull;
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+
+use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
+use arena_pool::allocator_api2::boxed::Box;
+use arena_pool::{Pool, SizeClassOptions, SizeClassPool, SyncPool, TypedPool};
+
+// ----- the backing allocator -----
+
+/// What [`Backing`] panics with.
+const PANIC: &str = "the backing allocator's deallocate panics (test)";
+
+/// Scales a count down under Miri.
+const fn scaled(native: usize, miri: usize) -> usize {
+    if cfg!(miri) { miri } else { native }
+}
+
+/// A backing allocator on `Global` that records the blocks it holds and can panic in a chosen
+/// `deallocate` call, after it has freed the block.
+#[derive(Default)]
+struct Backing {
+    /// Live blocks: address to layout.
+    blocks: RefCell<BTreeMap<usize, (NonNull<u8>, Layout)>>,
+    /// `deallocate` calls so far.
+    deallocs: Cell<usize>,
+    /// Panic in the `deallocate` call with this number.
+    panic_at: Cell<Option<usize>>,
+    /// `Handle`s dropped.
+    handles_dropped: Cell<usize>,
+}
+
+impl Backing {
+    /// The `deallocate` call `n` calls from now panics (once).
+    fn panic_on_dealloc(&self, n: usize) {
+        self.panic_at.set(Some(self.deallocs.get() + n));
+    }
+
+    /// Whether `len` bytes at `p` lie inside one block the allocator holds.
+    fn holds(&self, p: usize, len: usize) -> bool {
+        let blocks = self.blocks.borrow();
+        blocks
+            .range(..=p)
+            .next_back()
+            .is_some_and(|(&start, &(_, layout))| p + len <= start + layout.size())
+    }
+
+    fn held_blocks(&self) -> usize {
+        self.blocks.borrow().len()
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.blocks.borrow().values().map(|(_, l)| l.size()).sum()
+    }
+
+    /// Frees the blocks still held (those a pool left behind when a deallocation unwound) and
+    /// returns how many there were.
+    fn free_leftovers(&self) -> usize {
+        let blocks = std::mem::take(&mut *self.blocks.borrow_mut());
+        for &(p, layout) in blocks.values() {
+            // SAFETY: a block taken from `Global` with `layout` and not given back.
+            unsafe { Global.deallocate(p, layout) };
+        }
+        blocks.len()
+    }
+}
+
+// SAFETY: every block comes from `Global` and goes back to it with the layout it was taken with;
+// the record does not affect the memory.
+unsafe impl Allocator for Backing {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let block = Global.allocate(layout)?;
+        let p = block.cast::<u8>();
+        let old = self.blocks.borrow_mut().insert(p.addr().get(), (p, layout));
+        assert!(old.is_none(), "block handed out twice");
+        Ok(block)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        let held = self.blocks.borrow_mut().remove(&ptr.addr().get());
+        assert_eq!(
+            held.map(|(_, l)| l),
+            Some(layout),
+            "freed twice, with another layout, or not ours"
+        );
+        // SAFETY: the block came from `Global` with `layout`.
+        unsafe { Global.deallocate(ptr, layout) };
+        let n = self.deallocs.get();
+        self.deallocs.set(n + 1);
+        if self.panic_at.get() == Some(n) {
+            self.panic_at.set(None);
+            panic!("{PANIC}");
+        }
+    }
+}
+
+/// A backing allocator held by value: forwards to a [`Backing`] and counts its own drops.
+struct Handle<'a>(&'a Backing);
+
+impl Drop for Handle<'_> {
+    fn drop(&mut self) {
+        self.0.handles_dropped.set(self.0.handles_dropped.get() + 1);
+    }
+}
+
+// SAFETY: forwards every call to the `Backing`.
+unsafe impl Allocator for Handle<'_> {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.0.allocate(layout)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.deallocate(ptr, layout) }
+    }
+}
+
+/// Silences the test panics (others still print), once for the whole test binary.
+fn quiet() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(std::boxed::Box::new(move |info| {
+            if info.payload().downcast_ref::<String>().map(String::as_str) != Some(PANIC) {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f`, expecting it to unwind with the backing allocator's panic.
+fn expect_backing_panic(f: impl FnOnce()) {
+    quiet();
+    let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("no deallocate panicked");
+    assert_eq!(
+        payload.downcast_ref::<String>().map(String::as_str),
+        Some(PANIC),
+        "another panic"
+    );
+}
+
+// ----- what every pool must still do -----
+
+/// Allocates `count` blocks of each of `layouts` from `pool`: each must lie in memory `backing`
+/// holds and be disjoint from the others; they are filled, read back and freed.
+fn serve_and_free<P: Allocator>(pool: &P, backing: &Backing, layouts: &[Layout], count: usize) {
+    let mut blocks: std::vec::Vec<(NonNull<u8>, Layout, usize, u8)> = std::vec::Vec::new();
+    for k in 0..count {
+        for &layout in layouts {
+            let block = pool.allocate(layout).expect("the pool serves again");
+            let (p, len) = (block.cast::<u8>(), block.len());
+            // Under Miri the write below is checked instead (an access to freed memory).
+            assert!(
+                cfg!(miri) || backing.holds(p.addr().get(), len),
+                "block {p:p} ({len} bytes) is not in memory the backing allocator holds"
+            );
+            let fill = (k as u8).wrapping_mul(31).wrapping_add(blocks.len() as u8);
+            // SAFETY: a fresh block of `len` bytes.
+            unsafe { p.as_ptr().write_bytes(fill, len) };
+            blocks.push((p, layout, len, fill));
+        }
+    }
+    let mut ranges: std::vec::Vec<(usize, usize)> = blocks
+        .iter()
+        .map(|&(p, _, len, _)| (p.addr().get(), len))
+        .collect();
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        assert!(
+            pair[0].0 + pair[0].1 <= pair[1].0,
+            "blocks overlap: {pair:?}"
+        );
+    }
+    for &(p, layout, len, fill) in &blocks {
+        // SAFETY: a live block of `len` bytes, filled above.
+        let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), len) };
+        assert!(bytes.iter().all(|&b| b == fill), "a block was overwritten");
+        // SAFETY: allocated above with `layout`, freed once.
+        unsafe { pool.deallocate(p, layout) };
+    }
+}
+
+/// Checks a `Pool`'s (or the one shard's of a `SyncPool`) statistics against what `backing`
+/// holds: its slabs and its address map's table (taken with the first slab, kept until drop).
+fn assert_pool_stats_exact(slabs: usize, bytes_held: usize, backing: &Backing) {
+    assert_eq!(
+        backing.held_blocks(),
+        slabs + 1,
+        "blocks held for {slabs} slabs and a map table"
+    );
+    assert!(backing.held_bytes() > bytes_held);
+}
+
+// ----- Pool and TypedPool -----
+
+type Item = [u64; 4];
+
+/// Boxes filling `slabs` slabs of `pool`, the last one partly: the slab being carved still has
+/// slots to carve.
+fn fill_slabs<A: Allocator>(pool: &Pool<A>, slabs: usize) -> std::vec::Vec<Box<Item, &Pool<A>>> {
+    let mut boxes = std::vec::Vec::new();
+    while pool.stats().slabs < slabs {
+        boxes.push(Box::new_in([boxes.len() as u64; 4], pool));
+    }
+    boxes.push(Box::new_in([0; 4], pool));
+    assert!(pool.in_use() < pool.capacity());
+    boxes
+}
+
+/// `Pool::trim` with no slot in use, four slabs, and the `n`th slab's release unwinds: the
+/// carve region, the list and the map must not keep the released slabs, and the slabs not
+/// released yet stay with the pool, which serves from them and gives them back later.
+#[test]
+fn pool_trim_of_an_empty_pool_that_unwinds() {
+    // The last release first: the slab being carved.
+    for n in (0..4).rev() {
+        let backing = Backing::default();
+        let mut pool = Pool::new_in(Layout::new::<Item>(), &backing);
+        drop(fill_slabs(&pool, 4));
+        assert_eq!(pool.stats().slabs, 4);
+        backing.panic_on_dealloc(n);
+        expect_backing_panic(|| pool.trim());
+        let s = pool.stats();
+        assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
+        serve_and_free(&pool, &backing, &[Layout::new::<Item>()], scaled(200, 70));
+        assert_eq!(pool.stats().in_use, s.in_use);
+        assert_eq!(
+            s.in_use, 0,
+            "panic at release {n}: the count of slots in use"
+        );
+        assert_eq!(s.slabs, 3 - n, "panic at release {n}");
+        pool.trim();
+        assert_eq!(pool.stats().slabs, 0);
+        drop(pool);
+        assert_eq!(
+            backing.free_leftovers(),
+            0,
+            "panic at release {n}: a block leaked"
+        );
+    }
+}
+
+/// `Pool::trim` with a slot in use in the first slab, so that three slabs (the one being carved
+/// among them) go back, and the `n`th release unwinds: the live slot stays intact, the free
+/// list keeps only the free slots of slabs still held, and the count of slots in use is exact.
+#[test]
+fn pool_trim_with_a_live_slot_that_unwinds() {
+    // The last release first: the slab being carved.
+    for n in (0..3).rev() {
+        let backing = Backing::default();
+        let mut pool = Pool::new_in(Layout::new::<Item>(), &backing);
+        let mut boxes = fill_slabs(&pool, 4);
+        let keep = Box::into_raw(boxes.remove(0));
+        // The others freed odd ones first, so that the free list mixes the slabs.
+        let (odd, even): (std::vec::Vec<_>, std::vec::Vec<_>) =
+            boxes.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
+        drop((odd, even));
+        backing.panic_on_dealloc(n);
+        expect_backing_panic(|| pool.trim());
+        let s = pool.stats();
+        assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
+        serve_and_free(&pool, &backing, &[Layout::new::<Item>()], scaled(200, 70));
+        assert_eq!(pool.stats().in_use, s.in_use);
+        assert_eq!(
+            s.in_use, 1,
+            "panic at release {n}: the count of slots in use"
+        );
+        assert_eq!(s.slabs, 3 - n, "panic at release {n}");
+        // SAFETY: made by `Box::into_raw` above, its slot still in use.
+        let keep = unsafe { Box::from_raw_in(keep, &pool) };
+        assert_eq!(*keep, [0; 4]);
+        drop(keep);
+        pool.trim();
+        assert_eq!(pool.stats().slabs, 0);
+        drop(pool);
+        assert_eq!(
+            backing.free_leftovers(),
+            0,
+            "panic at release {n}: a block leaked"
+        );
+    }
+}
+
+/// `TypedPool::trim` (the same slab release as `Pool`'s) with the release of the slab being
+/// carved unwinding.
+#[test]
+fn typed_pool_trim_that_unwinds() {
+    let backing = Backing::default();
+    let mut pool = TypedPool::<Item, _>::new_in(&backing);
+    let mut boxes: std::vec::Vec<_> = (0..70u64).map(|i| pool.alloc([i; 4])).collect();
+    let kept = Box::into_raw(boxes.remove(0));
+    drop(boxes);
+    // Slabs of 16, 16, 16, 16 and 19 slots: the last four are released, the last of them is
+    // the one being carved.
+    assert_eq!(pool.stats().slabs, 5);
+    backing.panic_on_dealloc(3);
+    expect_backing_panic(|| pool.trim());
+    let s = pool.stats();
+    assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
+    serve_and_free(&pool, &backing, &[Layout::new::<Item>()], scaled(200, 70));
+    assert_eq!(pool.stats().in_use, s.in_use);
+    assert_eq!(s.in_use, 1);
+    // SAFETY: made by `Box::into_raw` above, its slot still in use.
+    drop(unsafe { Box::from_raw_in(kept, &pool) });
+    pool.trim();
+    drop(pool);
+    assert_eq!(backing.free_leftovers(), 0);
+}
+
+// ----- SizeClassPool -----
+
+/// Asserts that a `SizeClassPool`'s page counts add up: the pages held are the classes' pages
+/// and the cached empty ones, and the backing allocator holds them and the map's table.
+fn assert_size_class_stats_exact<A: Allocator>(pool: &SizeClassPool<A>, backing: &Backing) {
+    let s = pool.stats();
+    let (pages, bytes) = s
+        .classes()
+        .fold((0, 0), |(p, b), c| (p + c.pages, b + c.bytes));
+    let counts = (s.pages, s.empty_pages, s.bytes_held, s.empty_bytes);
+    assert_eq!(s.pages, pages + s.empty_pages, "pages held: {counts:?}");
+    assert_eq!(
+        s.bytes_held,
+        bytes + s.empty_bytes,
+        "bytes held: {counts:?}"
+    );
+    assert_eq!(backing.held_blocks(), s.pages + 1, "pages held: {counts:?}");
+}
+
+/// Several classes with several pages each, all freed (pages cached, classes' spares), then
+/// `trim` with the `n`th page's release unwinding: the counts of cached pages stay exact, and
+/// the pool serves, trims and frees as before.
+#[test]
+fn size_class_pool_trim_that_unwinds() {
+    let options = SizeClassOptions {
+        page_size: 4096,
+        max_empty_pages: 16,
+        ..SizeClassOptions::default()
+    };
+    let layouts = [
+        Layout::from_size_align(48, 8).unwrap(),
+        Layout::from_size_align(256, 16).unwrap(),
+        Layout::from_size_align(500, 16).unwrap(),
+    ];
+    for n in 0..scaled(5, 3) {
+        let backing = Backing::default();
+        let mut pool = SizeClassPool::with_options_in(options, &backing);
+        let blocks: std::vec::Vec<_> = (0..24)
+            .flat_map(|_| layouts.map(|l| (pool.allocate(l).unwrap().cast::<u8>(), l)))
+            .collect();
+        for &(p, l) in &blocks {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { pool.deallocate(p, l) };
+        }
+        let before = pool.stats();
+        assert!(before.pages >= 5 && before.empty_pages >= 3);
+        backing.panic_on_dealloc(n);
+        expect_backing_panic(|| pool.trim());
+        let pages = pool.stats().pages;
+        serve_and_free(&pool, &backing, &layouts, scaled(40, 12));
+        assert_eq!(pages, before.pages - n - 1);
+        assert_size_class_stats_exact(&pool, &backing);
+        pool.trim();
+        assert_eq!(pool.stats().pages, 0);
+        assert_size_class_stats_exact(&pool, &backing);
+        drop(pool);
+        assert_eq!(
+            backing.free_leftovers(),
+            0,
+            "panic at release {n}: a block leaked"
+        );
+    }
+}
+
+// ----- SyncPool -----
+
+/// `SyncPool::trim`: each shard is a `Pool`, whose slab release unwinds as above.
+#[test]
+fn sync_pool_trim_that_unwinds() {
+    // Every slab but the first is released; the slab being carved (the last) first.
+    for n in [3, 1, 0] {
+        let backing = Backing::default();
+        let mut pool = SyncPool::with_shards_in(Layout::new::<Item>(), 1, &backing);
+        let mut boxes: std::vec::Vec<_> = (0..70u64).map(|i| pool.alloc([i; 4])).collect();
+        let kept = Box::into_raw(boxes.remove(0));
+        drop(boxes);
+        assert_eq!(pool.stats().slabs, 5);
+        backing.panic_on_dealloc(n);
+        expect_backing_panic(|| pool.trim());
+        let s = pool.stats();
+        assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
+        serve_and_free(&pool, &backing, &[Layout::new::<Item>()], scaled(200, 70));
+        assert_eq!(pool.stats().in_use, s.in_use);
+        assert_eq!(
+            s.in_use, 1,
+            "panic at release {n}: the count of slots in use"
+        );
+        assert_eq!(s.slabs, 4 - n, "panic at release {n}");
+        // SAFETY: made by `Box::into_raw` above, its slot still in use.
+        let kept = unsafe { Box::from_raw_in(kept, &pool) };
+        assert_eq!(*kept, [0; 4]);
+        drop(kept);
+        pool.trim();
+        assert_eq!(pool.stats().slabs, 0);
+        drop(pool);
+        assert_eq!(
+            backing.free_leftovers(),
+            0,
+            "panic at release {n}: a block leaked"
+        );
+    }
+}
+
+/// A `SyncPool` dropped while a slab's release unwinds: the pool's shared state (holding the
+/// backing allocator) is still freed, and the backing allocator dropped.
+#[test]
+fn sync_pool_drop_that_unwinds() {
+    let backing = Backing::default();
+    let pool = SyncPool::with_shards_in(Layout::new::<Item>(), 2, Handle(&backing));
+    drop(
+        (0..70u64)
+            .map(|i| pool.alloc([i; 4]))
+            .collect::<std::vec::Vec<_>>(),
+    );
+    assert_eq!(pool.stats().slabs, 5);
+    backing.panic_on_dealloc(1);
+    expect_backing_panic(|| drop(pool));
+    assert_eq!(
+        backing.handles_dropped.get(),
+        1,
+        "the backing allocator was not dropped"
+    );
+    // The three slabs after the one that unwound, and the shard's map table, are left.
+    assert_eq!(backing.free_leftovers(), 4);
+}
+
+/// `Pool` and `SizeClassPool` dropped while a release unwinds: the blocks not given back are
+/// left to the backing allocator, none is given back twice or touched after.
+#[test]
+fn pool_and_size_class_pool_drop_that_unwinds() {
+    let backing = Backing::default();
+    let pool = Pool::new_in(Layout::new::<Item>(), &backing);
+    drop(fill_slabs(&pool, 3));
+    backing.panic_on_dealloc(1);
+    expect_backing_panic(|| drop(pool));
+    // The third slab and the map's table are left.
+    assert_eq!(backing.free_leftovers(), 2);
+
+    let pool = SizeClassPool::with_options_in(
+        SizeClassOptions {
+            page_size: 4096,
+            ..SizeClassOptions::default()
+        },
+        &backing,
+    );
+    let layout = Layout::from_size_align(256, 16).unwrap();
+    let blocks: std::vec::Vec<_> = (0..40).map(|_| pool.allocate(layout).unwrap()).collect();
+    for p in blocks {
+        // SAFETY: allocated above with `layout`, freed once.
+        unsafe { pool.deallocate(p.cast(), layout) };
+    }
+    let pages = pool.stats().pages;
+    assert!(pages >= 2);
+    backing.panic_on_dealloc(0);
+    expect_backing_panic(|| drop(pool));
+    // The other pages and the map's table are left.
+    assert_eq!(backing.free_leftovers(), pages);
+}
+
+/// A backing allocator whose `deallocate` uses the `SyncPool` it backs, through a pointer to it.
+#[derive(Default)]
+struct Reentering {
+    /// The pool (a `SyncPool<&Reentering>`), while the nested use is on.
+    pool: Cell<Option<NonNull<()>>>,
+    /// Nested uses made.
+    nested: Cell<usize>,
+}
+
+// SAFETY: every block comes from `Global` and goes back to it unchanged; the nested use only
+// reads the pool's statistics.
+unsafe impl Allocator for Reentering {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        Global.allocate(layout)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        if let Some(pool) = self.pool.get() {
+            // SAFETY: set to the live pool below, and cleared before it is trimmed or dropped.
+            let pool = unsafe { pool.cast::<SyncPool<&Reentering>>().as_ref() };
+            let _ = pool.in_use();
+            self.nested.set(self.nested.get() + 1);
+        }
+        // SAFETY: the block came from `Global` with `layout`.
+        unsafe { Global.deallocate(ptr, layout) }
+    }
+}
+
+/// A `SyncPool` shard replaces its address map's table (taking its third slab) with its lock
+/// held, and gives the old table back: a backing allocator whose `deallocate` uses the same
+/// `SyncPool` on that thread meanwhile is served, not blocked on the shard's lock.
+#[test]
+fn sync_pool_backing_deallocate_may_use_the_pool() {
+    fn run() -> usize {
+        let backing = Reentering::default();
+        let pool = SyncPool::with_shards_in(Layout::new::<u64>(), 1, &backing);
+        backing.pool.set(Some(NonNull::from(&pool).cast()));
+        let boxes: std::vec::Vec<_> = (0..300u64).map(|i| pool.alloc(i)).collect();
+        backing.pool.set(None);
+        assert!(boxes.iter().enumerate().all(|(i, b)| **b == i as u64));
+        drop(boxes);
+        backing.nested.get()
+    }
+    // Miri reports a deadlock itself; natively the run is given a minute.
+    let nested = if cfg!(miri) {
+        run()
+    } else {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(run()));
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("deadlock: the shard's lock was taken again by its holder")
+    };
+    assert!(nested > 0, "the address map's table was never replaced");
+}

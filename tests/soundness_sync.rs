@@ -1,0 +1,563 @@
+//! Soundness of `SyncArena` and `LocalArena` at their two edges: large blocks placed, resized
+//! and freed on the shared path by several threads at once (no header is read without the lock
+//! while another thread relinks the list; Miri and ThreadSanitizer check the threads for data
+//! races), and a backing allocator that unwinds in `deallocate` (during `reset`, `trim`, a
+//! large block's free) or `allocate`: the arena stays consistent, no pointer into a block the
+//! backing allocator took back stays reachable, the statistics match what the backing allocator
+//! holds, and whatever the arena still holds goes back on drop. Under Miri the counts are scaled
+//! down.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once, Weak};
+use std::thread;
+
+use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
+use arena_pool::allocator_api2::vec::Vec;
+use arena_pool::{LocalArena, SyncArena};
+
+/// Scales a count down under Miri, and to a tenth under ThreadSanitizer (`--cfg
+/// arena_pool_tsan`: every memory access is checked there, about 10x slower).
+const fn scaled(native: usize, miri: usize) -> usize {
+    if cfg!(miri) {
+        miri
+    } else if cfg!(arena_pool_tsan) {
+        native / 10
+    } else {
+        native
+    }
+}
+
+/// At least the large-block threshold (64 KiB): a block of its own on the shared path.
+const LARGE: usize = 70_000;
+
+// ----- the backing allocator -----
+
+/// What [`Tracked`] panics with.
+const PANIC: &str = "the backing allocator panics (test)";
+
+/// No call is set to panic.
+const NEVER: usize = usize::MAX;
+
+/// A thread-safe backing allocator on `Global` that records the blocks it holds, can panic in a
+/// chosen `deallocate` call (after freeing the block: it is gone when the arena sees the panic)
+/// or `allocate` call (before taking a block), and can run one action (a use of the arena it
+/// backs) inside the next `allocate` call, before it allocates.
+struct Tracked {
+    /// Live blocks by address.
+    blocks: Mutex<HashMap<usize, Layout>>,
+    allocs: AtomicUsize,
+    deallocs: AtomicUsize,
+    /// Panic in the `allocate` call with this number.
+    panic_alloc_at: AtomicUsize,
+    /// Panic in the `deallocate` call with this number, once the block is freed.
+    panic_dealloc_at: AtomicUsize,
+    /// Run inside the next `allocate` call.
+    nested: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Default for Tracked {
+    fn default() -> Tracked {
+        Tracked {
+            blocks: Mutex::default(),
+            allocs: AtomicUsize::new(0),
+            deallocs: AtomicUsize::new(0),
+            panic_alloc_at: AtomicUsize::new(NEVER),
+            panic_dealloc_at: AtomicUsize::new(NEVER),
+            nested: Mutex::new(None),
+        }
+    }
+}
+
+impl Tracked {
+    /// The `deallocate` call `n` calls from now (0: the next one) panics.
+    fn panic_in_dealloc(&self, n: usize) {
+        let now = self.deallocs.load(Ordering::Relaxed);
+        self.panic_dealloc_at.store(now + n, Ordering::Relaxed);
+    }
+
+    /// The next `allocate` call panics.
+    fn panic_in_next_alloc(&self) {
+        let now = self.allocs.load(Ordering::Relaxed);
+        self.panic_alloc_at.store(now, Ordering::Relaxed);
+    }
+
+    fn disarm(&self) {
+        self.panic_alloc_at.store(NEVER, Ordering::Relaxed);
+        self.panic_dealloc_at.store(NEVER, Ordering::Relaxed);
+    }
+
+    /// Runs `f` inside the next `allocate` call.
+    fn run_inside_next(&self, f: impl FnOnce() + Send + 'static) {
+        *self.nested.lock().unwrap() = Some(Box::new(f));
+    }
+
+    fn held_blocks(&self) -> usize {
+        self.blocks.lock().unwrap().len()
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.blocks.lock().unwrap().values().map(|l| l.size()).sum()
+    }
+
+    /// Whether `[p, p + len)` lies inside one block this allocator holds.
+    fn holds(&self, p: NonNull<u8>, len: usize) -> bool {
+        let p = p.addr().get();
+        self.blocks
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(&at, l)| at <= p && p + len <= at + l.size())
+    }
+}
+
+// SAFETY: every block comes from `Global` and goes back to it with the layout it was taken
+// with; the hooks touch no block the arena holds.
+unsafe impl Allocator for Tracked {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let n = self.allocs.fetch_add(1, Ordering::Relaxed);
+        if self.panic_alloc_at.load(Ordering::Relaxed) == n {
+            self.panic_alloc_at.store(NEVER, Ordering::Relaxed);
+            panic!("{PANIC}");
+        }
+        // Taken out first, so that the action may use this allocator again.
+        let nested = self.nested.lock().unwrap().take();
+        if let Some(f) = nested {
+            f();
+        }
+        let p = Global.allocate(layout)?;
+        let old = self
+            .blocks
+            .lock()
+            .unwrap()
+            .insert(p.cast::<u8>().addr().get(), layout);
+        assert!(old.is_none(), "block handed out twice");
+        Ok(p)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        let held = self.blocks.lock().unwrap().remove(&ptr.addr().get());
+        assert_eq!(held, Some(layout), "freed with another layout, or not ours");
+        // SAFETY: the block came from `Global` with `layout`.
+        unsafe { Global.deallocate(ptr, layout) };
+        let n = self.deallocs.fetch_add(1, Ordering::Relaxed);
+        if self.panic_dealloc_at.load(Ordering::Relaxed) == n {
+            self.panic_dealloc_at.store(NEVER, Ordering::Relaxed);
+            panic!("{PANIC}");
+        }
+    }
+}
+
+/// Silences the test panics (others still print), once for the whole test binary.
+fn quiet() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<String>().map(String::as_str) != Some(PANIC) {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f`, expecting it to unwind with the backing allocator's panic.
+fn expect_backing_panic(f: impl FnOnce()) {
+    let payload =
+        catch_unwind(AssertUnwindSafe(f)).expect_err("the backing allocator did not panic");
+    assert_eq!(
+        payload.downcast_ref::<String>().map(String::as_str),
+        Some(PANIC),
+        "another panic"
+    );
+}
+
+/// Asserts that the arena's statistics count exactly what its backing allocator holds.
+fn assert_counts_match<A: Allocator>(arena: &SyncArena<A>, backing: &Tracked) {
+    let s = arena.stats();
+    assert_eq!(
+        (
+            s.chunks + s.large_blocks,
+            s.allocated_bytes_including_metadata
+        ),
+        (backing.held_blocks(), backing.held_bytes()),
+        "the arena counts other blocks than its backing allocator holds"
+    );
+}
+
+/// A fresh block of `len` bytes from the shared path, which must lie in a block the backing
+/// allocator holds, filled with `fill` and read back.
+fn checked_block(arena: &SyncArena<&Tracked>, len: usize, fill: u8) -> NonNull<u8> {
+    let p = arena
+        .try_alloc_layout(Layout::from_size_align(len, 8).unwrap())
+        .expect("the arena allocates");
+    assert!(
+        arena.allocator().holds(p, len),
+        "a block in memory the backing allocator does not hold"
+    );
+    // SAFETY: a fresh block of `len` bytes.
+    let s = unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), len) };
+    s.fill(fill);
+    assert!(s.iter().all(|&b| b == fill));
+    p
+}
+
+// ----- large blocks on the shared path, from several threads -----
+
+/// Two threads place, resize and free large blocks on the shared path at once: each publishes
+/// its block in the shared list under the lock while the other relinks that list, so nothing of
+/// a linked block may be read without the lock. Every block keeps its contents.
+#[test]
+fn large_blocks_on_the_shared_path_from_two_threads() {
+    let rounds = scaled(200, 8);
+    let layout = Layout::from_size_align(LARGE, 8).unwrap();
+    let arena = SyncArena::new();
+    let kept: std::vec::Vec<(&[u8], u8)> = thread::scope(|s| {
+        let jobs: std::vec::Vec<_> = (0..2u8)
+            .map(|t| {
+                let arena = &arena;
+                s.spawn(move || {
+                    let mut kept = std::vec::Vec::new();
+                    for i in 0..rounds {
+                        let fill = t * 100 + i as u8 % 100;
+                        // The typed API: a block that stays.
+                        let p = arena.alloc_layout(layout);
+                        // The other thread's calls into the arena run now (a switch under Miri,
+                        // whose scheduler seldom switches by itself at this point).
+                        thread::yield_now();
+                        // SAFETY: a fresh block of `LARGE` bytes, written before it is read,
+                        // live until the arena is dropped.
+                        let block = unsafe {
+                            p.as_ptr().write_bytes(fill, LARGE);
+                            core::slice::from_raw_parts(p.as_ptr(), LARGE)
+                        };
+                        kept.push((block, fill));
+                        // The `Allocator` API: a block that goes back.
+                        let q = arena.allocate(layout).unwrap().cast::<u8>();
+                        // SAFETY: a fresh block of `LARGE` bytes, freed with its layout.
+                        unsafe {
+                            q.as_ptr().write(fill);
+                            q.as_ptr().add(LARGE - 1).write(fill);
+                            assert_eq!(*q.as_ptr().add(LARGE - 1), fill);
+                            arena.deallocate(q, layout);
+                        }
+                        // A `Vec` grown past the threshold (moved into a large block), grown
+                        // again (resized by the backing allocator), then shrunk back below it.
+                        let mut v: Vec<u8, &SyncArena> = Vec::with_capacity_in(1000, arena);
+                        v.extend_from_slice(&[fill; 64]);
+                        v.reserve_exact(LARGE);
+                        v.extend_from_slice(&[fill; 64]);
+                        v.reserve_exact(2 * LARGE);
+                        thread::yield_now();
+                        v.extend_from_slice(&[fill; 64]);
+                        assert!(v.capacity() >= 2 * LARGE);
+                        v.truncate(100);
+                        v.shrink_to_fit();
+                        assert!(v.iter().all(|&b| b == fill));
+                    }
+                    kept
+                })
+            })
+            .collect();
+        jobs.into_iter().flat_map(|j| j.join().unwrap()).collect()
+    });
+    assert_eq!(kept.len(), 2 * rounds);
+    for (block, fill) in kept {
+        // Compared in one piece (byte by byte, Miri is slow here).
+        assert!(
+            block == &vec![fill; LARGE][..],
+            "a large block was overwritten"
+        );
+    }
+    // Each kept block is a large block of its own: the chunks hold only small blocks, so none
+    // has room for one.
+    assert_eq!(arena.stats().large_blocks, 2 * rounds);
+}
+
+// ----- a backing allocator that unwinds in `deallocate` -----
+
+/// An arena on `backing` holding `n` chunks, each filled with blocks (so that a reset renews
+/// them: one chunk for the whole cycle, after every chunk went back).
+fn arena_with_chunks(backing: &Tracked, n: usize) -> SyncArena<&Tracked> {
+    let arena = SyncArena::new_in(backing);
+    let mut fill = 1;
+    loop {
+        // Fill the current chunk (blocks of 8-byte multiples: no padding).
+        let room = arena.stats().chunk_capacity & !7;
+        if room != 0 {
+            checked_block(&arena, room, fill);
+            fill += 1;
+        }
+        if arena.stats().chunks == n {
+            return arena;
+        }
+        // The next block takes a chunk.
+        checked_block(&arena, 8, fill);
+    }
+}
+
+/// A reset whose backing allocator unwinds while it gives the chunks back, at each of its
+/// calls in turn: the arena is left usable (its next block lies in memory the backing
+/// allocator holds), its statistics count what the backing allocator holds, and dropping it
+/// gives everything back.
+#[test]
+fn reset_that_unwinds_in_deallocate_leaves_nothing_dangling() {
+    quiet();
+    // Every chunk goes back (the reset renews them), in some order; each call unwinds once,
+    // the last one first.
+    for n in (0..3).rev() {
+        let backing = Tracked::default();
+        let mut arena = arena_with_chunks(&backing, 3);
+        backing.panic_in_dealloc(n);
+        expect_backing_panic(|| arena.reset());
+        backing.disarm();
+        assert_counts_match(&arena, &backing);
+        // The shape of the reproducer: a slice right after the reset.
+        let s = arena.alloc_slice_fill_copy(64, 0xABu8);
+        assert!(backing.holds(NonNull::from(&mut *s).cast(), 64));
+        assert!(s.iter().all(|&b| b == 0xAB));
+        let blocks: std::vec::Vec<_> = (0..3u8)
+            .map(|k| (checked_block(&arena, 3000, k), k))
+            .collect();
+        for (p, k) in blocks {
+            // SAFETY: a live block of 3000 bytes, filled with `k`.
+            let s = unsafe { core::slice::from_raw_parts(p.as_ptr(), 3000) };
+            assert!(s.iter().all(|&b| b == k));
+        }
+        assert_counts_match(&arena, &backing);
+        // Resets again as usual.
+        arena.reset();
+        checked_block(&arena, 100, 7);
+        assert_counts_match(&arena, &backing);
+        drop(arena);
+        assert_eq!(
+            backing.held_blocks(),
+            0,
+            "call {n}: a block was not given back"
+        );
+    }
+}
+
+/// A reset that unwinds while it frees the large blocks (the shared path's, and those a dropped
+/// `LocalArena` handed over): the blocks freed so far are no longer counted, the others still
+/// are and go back on drop.
+#[test]
+fn reset_that_unwinds_freeing_large_blocks() {
+    quiet();
+    let backing = Tracked::default();
+    let mut arena = SyncArena::new_in(&backing);
+    checked_block(&arena, LARGE, 1);
+    {
+        let local = arena.local();
+        let s = local.alloc_slice_fill_copy(LARGE, 2u8);
+        assert!(backing.holds(NonNull::from(&mut *s).cast(), LARGE));
+        local.alloc_slice_fill_copy(LARGE, 3u8);
+    }
+    assert_eq!(arena.stats().large_blocks, 3);
+    assert_counts_match(&arena, &backing);
+    backing.panic_in_dealloc(1);
+    expect_backing_panic(|| arena.reset());
+    backing.disarm();
+    assert_counts_match(&arena, &backing);
+    assert_eq!(arena.stats().large_blocks, 1);
+    checked_block(&arena, LARGE, 4);
+    assert_counts_match(&arena, &backing);
+    arena.reset();
+    assert_counts_match(&arena, &backing);
+    assert_eq!(arena.stats().large_blocks, 0);
+    drop(arena);
+    assert_eq!(backing.held_blocks(), 0);
+}
+
+/// A large block freed (and one moved below the threshold by a shrink) through a backing
+/// allocator that unwinds: it is no longer counted, so the limit takes the same block again.
+#[test]
+fn large_block_free_that_unwinds_is_uncounted() {
+    quiet();
+    let backing = Tracked::default();
+    let arena = SyncArena::new_in(&backing);
+    let layout = Layout::from_size_align(LARGE, 8).unwrap();
+    let p = arena.allocate(layout).unwrap().cast::<u8>();
+    assert_eq!(arena.stats().large_blocks, 1);
+    // Room for one large block beside what is held, no more.
+    let held = arena.stats().allocated_bytes_including_metadata;
+    arena.set_allocation_limit(Some(held + LARGE + 1024));
+    backing.panic_in_dealloc(0);
+    // SAFETY: `p` is a block of `layout` from this arena, not used again.
+    expect_backing_panic(|| unsafe { arena.deallocate(p, layout) });
+    assert_counts_match(&arena, &backing);
+    assert_eq!(arena.stats().large_blocks, 0);
+    let two = [
+        checked_block(&arena, LARGE, 1),
+        checked_block(&arena, LARGE, 2),
+    ];
+    assert_eq!(arena.stats().large_blocks, 2);
+    arena.set_allocation_limit(None);
+
+    // A shrink below the threshold moves the block into a chunk and frees the large one; the
+    // shrink unwinds with that free.
+    let mut v: Vec<u8, &SyncArena<&Tracked>> = Vec::with_capacity_in(LARGE, &arena);
+    v.extend_from_slice(&[5; 100]);
+    assert_eq!(arena.stats().large_blocks, 3);
+    backing.panic_in_dealloc(0);
+    expect_backing_panic(|| v.shrink_to_fit());
+    assert_counts_match(&arena, &backing);
+    assert_eq!(arena.stats().large_blocks, 2);
+    // `v` still names the block the backing allocator took back: forgotten, not used.
+    core::mem::forget(v);
+    for (p, fill) in two.into_iter().zip(1..) {
+        // SAFETY: live blocks of `LARGE` bytes.
+        let s = unsafe { core::slice::from_raw_parts(p.as_ptr(), LARGE) };
+        assert!(s.iter().all(|&b| b == fill));
+    }
+    drop(arena);
+    assert_eq!(backing.held_blocks(), 0);
+}
+
+/// A `LocalArena`'s large block freed through a backing allocator that unwinds: the shared
+/// arena no longer counts it. Dropping the handle then calls no backing allocator (its pieces
+/// and large blocks stay with the shared arena), and the shared arena gives everything back.
+#[test]
+fn local_large_block_free_that_unwinds_and_local_drop() {
+    quiet();
+    let backing = Tracked::default();
+    let arena = SyncArena::new_in(&backing);
+    let layout = Layout::from_size_align(LARGE, 8).unwrap();
+    let local = arena.local();
+    let kept = local.alloc_slice_fill_copy(LARGE, 6u8);
+    let p = local.allocate(layout).unwrap().cast::<u8>();
+    assert_eq!(arena.stats().large_blocks, 2);
+    backing.panic_in_dealloc(0);
+    // SAFETY: `p` is a block of `layout` from this handle, not used again.
+    expect_backing_panic(|| unsafe { local.deallocate(p, layout) });
+    assert_counts_match(&arena, &backing);
+    assert_eq!(arena.stats().large_blocks, 1);
+    let small = local.alloc_slice_fill_copy(500, 7u8);
+    // Every further `deallocate` unwinds: dropping the handle must not call it.
+    backing.panic_in_dealloc(0);
+    drop::<LocalArena<'_, &Tracked>>(local);
+    backing.disarm();
+    assert!(kept.iter().all(|&b| b == 6) && small.iter().all(|&b| b == 7));
+    assert_counts_match(&arena, &backing);
+    drop(arena);
+    assert_eq!(backing.held_blocks(), 0);
+}
+
+/// A backing allocator that the arena and the nested actions of its [`Tracked`] share.
+#[derive(Clone)]
+struct Shared(Arc<Tracked>);
+
+// SAFETY: forwarded to the `Tracked` it points to.
+unsafe impl Allocator for Shared {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.0.allocate(layout)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.deallocate(ptr, layout) }
+    }
+}
+
+/// A nested request of 16 bytes in `arena`, made from inside a backing call; with `more` left,
+/// the request's own backing call makes the next one first.
+fn nested_request(arena: Weak<SyncArena<Shared>>, more: usize) -> Box<dyn FnOnce() + Send> {
+    Box::new(move || {
+        let shared = arena.upgrade().expect("the arena is alive");
+        if more > 0 {
+            shared
+                .allocator()
+                .0
+                .run_inside_next(nested_request(arena, more - 1));
+        }
+        shared.alloc_slice_fill_copy(16, 2u8);
+    })
+}
+
+/// Makes two spare chunks: a request that needs a chunk, during whose backing call a nested
+/// request needs one too, during whose backing call another nested request installs a chunk
+/// with room for all three; the first two chunks then stay spares.
+fn make_two_spares(arena: &Arc<SyncArena<Shared>>) {
+    let chunks = arena.stats().chunks;
+    // Fill the current chunk, so that each request needs a chunk.
+    let room = arena.stats().chunk_capacity;
+    if room != 0 {
+        arena.alloc_slice_fill_copy(room, 1u8);
+    }
+    arena
+        .allocator()
+        .0
+        .run_inside_next(nested_request(Arc::downgrade(arena), 1));
+    arena.alloc_slice_fill_copy(16, 3u8);
+    assert_eq!(arena.stats().chunks, chunks + 3);
+}
+
+/// `trim` whose backing allocator unwinds on the first spare: the spares not yet given back
+/// stay the arena's (counted, and given back by the next `trim` or drop).
+#[test]
+fn trim_that_unwinds_keeps_the_other_spares() {
+    quiet();
+    let backing = Arc::new(Tracked::default());
+    let arena = Arc::new(SyncArena::new_in(Shared(backing.clone())));
+    let first = arena.alloc_slice_fill_copy(100, 9u8);
+    let first = (NonNull::from(&mut *first).cast::<u8>(), first.len());
+    make_two_spares(&arena);
+    let mut arena = Arc::into_inner(arena).expect("no other owner");
+    let chunks = arena.stats().chunks;
+    backing.panic_in_dealloc(0);
+    expect_backing_panic(|| arena.trim());
+    backing.disarm();
+    assert_counts_match(&arena, &backing);
+    assert_eq!(arena.stats().chunks, chunks - 1);
+    arena.trim();
+    assert_counts_match(&arena, &backing);
+    assert_eq!(
+        arena.stats().chunks,
+        chunks - 2,
+        "the other spare goes back"
+    );
+    assert!(backing.holds(first.0, first.1));
+    // SAFETY: the arena's first block, live until reset or drop.
+    let first = unsafe { core::slice::from_raw_parts(first.0.as_ptr(), first.1) };
+    assert!(first.iter().all(|&b| b == 9));
+    drop(arena);
+    assert_eq!(backing.held_blocks(), 0);
+}
+
+// ----- a backing allocator that unwinds in `allocate` -----
+
+/// A reset that plans a chunk for the next cycle, whose taking unwinds: the plan stays, and the
+/// next request that needs a chunk takes the planned one.
+#[test]
+fn refill_that_unwinds_keeps_the_planned_chunk() {
+    quiet();
+    const BIG: usize = 1 << 20;
+    let backing = Tracked::default();
+    let mut arena = SyncArena::new_in(&backing);
+    let fill = |arena: &SyncArena<&Tracked>| {
+        checked_block(arena, 1000, 1);
+        arena.alloc_layout(Layout::from_size_align(BIG, 8).unwrap());
+    };
+    fill(&arena);
+    arena.reset();
+    // The cycle needed far more than the chunk kept: the next chunk is planned for it.
+    let kept = arena.stats().chunk_capacity;
+    assert!(kept < BIG / 4, "{kept}");
+    arena.alloc_slice_fill_copy(kept, 2u8);
+    backing.panic_in_next_alloc();
+    expect_backing_panic(|| {
+        arena.alloc_slice_fill_copy(64, 3u8);
+    });
+    assert_counts_match(&arena, &backing);
+    checked_block(&arena, 64, 3);
+    assert!(
+        arena.stats().chunk_capacity >= BIG,
+        "the planned chunk was not taken: {}",
+        arena.stats().chunk_capacity
+    );
+    drop(arena);
+    assert_eq!(backing.held_blocks(), 0);
+}
