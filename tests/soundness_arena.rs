@@ -6,15 +6,18 @@
 //! unwinds. Run natively, under Miri (both borrow models) and AddressSanitizer.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 
-use core::cell::{Cell, RefCell};
+mod common;
+
+use core::cell::Cell;
 use core::fmt;
 use core::ptr::NonNull;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
+use arena_pool::allocator_api2::alloc::Layout;
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::collections::String;
 use arena_pool::{AllocOrInitError, Arena, ArenaRef, BumpAlloc, LocalArena, SyncArena};
+use common::{Tracked, expect_backing_panic};
 
 /// Scales a count down under Miri.
 const fn scaled(native: usize, miri: usize) -> usize {
@@ -357,68 +360,14 @@ fn into_slice_after_a_checkpoint_survives_its_restore() {
 
 // ----- a backing allocator whose `deallocate` unwinds -----
 
-/// What [`Unwinding`] panics with.
-const PANIC: &str = "the backing allocator's deallocate panics (test)";
-
-/// A backing allocator over `Global` that records its live blocks and panics in the
-/// `deallocate` call numbered `panic_at` (from 1), before freeing that block. Whatever is still
-/// live when it is dropped (what an unwind left to leak) goes back to `Global` then.
-#[derive(Default)]
-struct Unwinding {
-    live: RefCell<std::vec::Vec<(NonNull<u8>, Layout)>>,
-    deallocs: Cell<usize>,
-    panic_at: Cell<usize>,
-}
-
-// SAFETY: every block comes from `Global` and goes back to it with its layout, once.
-unsafe impl Allocator for Unwinding {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let block = Global.allocate(layout)?;
-        self.live.borrow_mut().push((block.cast(), layout));
-        Ok(block)
-    }
-
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        self.deallocs.set(self.deallocs.get() + 1);
-        if self.deallocs.get() == self.panic_at.get() {
-            panic!("{PANIC}");
-        }
-        let mut live = self.live.borrow_mut();
-        let i = live
-            .iter()
-            .position(|&(p, l)| p == ptr && l == layout)
-            .expect("a block this allocator holds, with its layout");
-        live.swap_remove(i);
-        // SAFETY: `ptr` came from `Global` with `layout` and is freed once (removed above).
-        unsafe { Global.deallocate(ptr, layout) }
-    }
-}
-
-impl Unwinding {
-    /// The `deallocate` call `n` calls from now (1: the next) panics.
-    fn panic_in(&self, n: usize) {
-        self.panic_at.set(self.deallocs.get() + n);
-    }
-}
-
-impl Drop for Unwinding {
-    fn drop(&mut self) {
-        for (p, l) in self.live.get_mut().drain(..) {
-            // SAFETY: a block of `Global` with this layout that nothing uses any more (the arena
-            // that held it is gone: it borrowed this allocator).
-            unsafe { Global.deallocate(p, l) };
-        }
-    }
-}
-
 /// A cycle of the arena: small blocks over several chunks, a large block, a scope that takes
 /// chunks of its own (spares afterwards); `scale` sets how much.
-fn cycle(arena: &mut Arena<&Unwinding>, scale: usize) {
+fn cycle(arena: &mut Arena<&Tracked>, scale: usize) {
     for i in 0..scale {
         bytes(&*arena, 100 + i % 900, i as u8);
     }
     if scale > 4 {
-        let mut v: Vec<u8, &Arena<&Unwinding>> = Vec::with_capacity_in(70_000, &*arena);
+        let mut v: Vec<u8, &Arena<&Tracked>> = Vec::with_capacity_in(70_000, &*arena);
         v.push(1);
         core::mem::forget(v);
     }
@@ -431,12 +380,16 @@ fn cycle(arena: &mut Arena<&Unwinding>, scale: usize) {
 
 /// After an unwind out of `what`, the arena is usable: what it hands out is writable, distinct
 /// and keeps its values, and a reset and the drop run cleanly.
-fn usable_after(arena: &mut Arena<&Unwinding>) {
+fn usable_after(arena: &mut Arena<&Tracked>) {
     let blocks: std::vec::Vec<&mut [u8]> = (0..scaled(300, 40))
-        .map(|i| arena.alloc_slice_fill_copy(64 + i % 200, i as u8))
+        .map(|i| bytes(&*arena, 64 + i % 200, i as u8))
         .collect();
     for (i, b) in blocks.iter().enumerate() {
-        assert!(b.iter().all(|&x| x == i as u8));
+        assert!(
+            arena.allocator().holds(NonNull::from(&**b).cast(), b.len()),
+            "a block in memory the backing allocator does not hold"
+        );
+        assert!(all(b, i as u8));
     }
     for (i, a) in blocks.iter().enumerate() {
         for b in &blocks[i + 1..] {
@@ -459,28 +412,27 @@ fn a_reset_whose_backing_deallocate_unwinds_leaves_a_usable_arena() {
     for (which, &scale) in scales.iter().enumerate() {
         // How many backing frees a reset after this cycle makes.
         let frees = {
-            let backing = Unwinding::default();
+            let backing = Tracked::default();
             let mut arena = Arena::new_in(&backing);
             for &s in &scales[..which] {
                 cycle(&mut arena, s);
                 arena.reset();
             }
             cycle(&mut arena, scale);
-            let before = backing.deallocs.get();
+            let before = backing.deallocs();
             arena.reset();
-            backing.deallocs.get() - before
+            backing.deallocs() - before
         };
-        for n in 1..=frees {
-            let backing = Unwinding::default();
+        for n in 0..frees {
+            let backing = Tracked::default();
             let mut arena = Arena::new_in(&backing);
             for &s in &scales[..which] {
                 cycle(&mut arena, s);
                 arena.reset();
             }
             cycle(&mut arena, scale);
-            backing.panic_in(n);
-            let r = catch_unwind(AssertUnwindSafe(|| arena.reset()));
-            assert!(r.is_err(), "free {n} of {frees} was to unwind");
+            backing.panic_in_dealloc(n);
+            expect_backing_panic(|| arena.reset());
             usable_after(&mut arena);
         }
     }
@@ -488,30 +440,39 @@ fn a_reset_whose_backing_deallocate_unwinds_leaves_a_usable_arena() {
 
 #[test]
 fn a_trim_or_scope_exit_whose_backing_deallocate_unwinds_leaves_a_usable_arena() {
-    for n in 1..=3 {
-        let backing = Unwinding::default();
-        let mut arena = Arena::new_in(&backing);
+    /// An arena with spare chunks (taken by a scope, left after it).
+    fn with_spares(backing: &Tracked) -> Arena<&Tracked> {
+        let mut arena = Arena::new_in(backing);
         cycle(&mut arena, scaled(300, 30));
         arena.with_scope(|s| {
-            for _ in 0..4 {
-                bytes(s, 5000, 3);
+            for _ in 0..scaled(40, 20) {
+                bytes(s, 30_000, 3);
             }
         });
-        backing.panic_in(n);
-        let r = catch_unwind(AssertUnwindSafe(|| arena.trim()));
-        if r.is_ok() {
-            // Fewer spares than `n`: nothing unwound.
-            backing.panic_at.set(0);
-        }
+        arena
+    }
+    let spares = {
+        let backing = Tracked::default();
+        let mut arena = with_spares(&backing);
+        let before = backing.deallocs();
+        arena.trim();
+        backing.deallocs() - before
+    };
+    assert!(spares >= 2, "the scope left spares to give back: {spares}");
+    for n in 0..spares {
+        let backing = Tracked::default();
+        let mut arena = with_spares(&backing);
+        backing.panic_in_dealloc(n);
+        expect_backing_panic(|| arena.trim());
         usable_after(&mut arena);
     }
     // A scope's exit gives back the large blocks it made.
-    let backing = Unwinding::default();
+    let backing = Tracked::default();
     let mut arena = Arena::new_in(&backing);
     let kept: &mut [u8] = arena.alloc_slice_fill_copy(100, 0x77);
     let kept = NonNull::from(kept);
-    backing.panic_in(2);
-    let r = catch_unwind(AssertUnwindSafe(|| {
+    backing.panic_in_dealloc(1);
+    expect_backing_panic(|| {
         arena.with_scope(|s| {
             for _ in 0..3 {
                 let mut v: Vec<u8, &ArenaRef> = Vec::with_capacity_in(70_000, s);
@@ -519,8 +480,7 @@ fn a_trim_or_scope_exit_whose_backing_deallocate_unwinds_leaves_a_usable_arena()
                 core::mem::forget(v);
             }
         })
-    }));
-    assert!(r.is_err());
+    });
     // SAFETY: allocated before the scope, never freed.
     assert!(unsafe { kept.as_ref() }.iter().all(|&x| x == 0x77));
     usable_after(&mut arena);
@@ -528,13 +488,12 @@ fn a_trim_or_scope_exit_whose_backing_deallocate_unwinds_leaves_a_usable_arena()
 
 #[test]
 fn a_drop_whose_backing_deallocate_unwinds_leaks_at_most() {
-    for n in 1..=4 {
-        let backing = Unwinding::default();
+    for n in 0..4 {
+        let backing = Tracked::default();
         let mut arena = Arena::new_in(&backing);
         cycle(&mut arena, scaled(300, 30));
         arena.alloc_slice_fill_copy(50, 1u8);
-        backing.panic_in(n);
-        let r = catch_unwind(AssertUnwindSafe(move || drop(arena)));
-        assert!(r.is_err());
+        backing.panic_in_dealloc(n);
+        expect_backing_panic(move || drop(arena));
     }
 }

@@ -11,115 +11,32 @@
 //! uses the same pool on that thread (served, not a deadlock).
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 
+mod common;
+
 use core::alloc::Layout;
-use core::cell::{Cell, RefCell};
+use core::cell::Cell;
 use core::ptr::NonNull;
-use std::collections::BTreeMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
 
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
 use arena_pool::allocator_api2::boxed::Box;
 use arena_pool::{Pool, SizeClassOptions, SizeClassPool, SyncPool, TypedPool};
-
-// ----- the backing allocator -----
-
-/// What [`Backing`] panics with.
-const PANIC: &str = "the backing allocator's deallocate panics (test)";
+use common::{Tracked, expect_backing_panic};
 
 /// Scales a count down under Miri.
 const fn scaled(native: usize, miri: usize) -> usize {
     if cfg!(miri) { miri } else { native }
 }
 
-/// A backing allocator on `Global` that records the blocks it holds and can panic in a chosen
-/// `deallocate` call, after it has freed the block.
-#[derive(Default)]
-struct Backing {
-    /// Live blocks: address to layout.
-    blocks: RefCell<BTreeMap<usize, (NonNull<u8>, Layout)>>,
-    /// `deallocate` calls so far.
-    deallocs: Cell<usize>,
-    /// Panic in the `deallocate` call with this number.
-    panic_at: Cell<Option<usize>>,
-    /// `Handle`s dropped.
-    handles_dropped: Cell<usize>,
-}
-
-impl Backing {
-    /// The `deallocate` call `n` calls from now panics (once).
-    fn panic_on_dealloc(&self, n: usize) {
-        self.panic_at.set(Some(self.deallocs.get() + n));
-    }
-
-    /// Whether `len` bytes at `p` lie inside one block the allocator holds.
-    fn holds(&self, p: usize, len: usize) -> bool {
-        let blocks = self.blocks.borrow();
-        blocks
-            .range(..=p)
-            .next_back()
-            .is_some_and(|(&start, &(_, layout))| p + len <= start + layout.size())
-    }
-
-    fn held_blocks(&self) -> usize {
-        self.blocks.borrow().len()
-    }
-
-    fn held_bytes(&self) -> usize {
-        self.blocks.borrow().values().map(|(_, l)| l.size()).sum()
-    }
-
-    /// Frees the blocks still held (those a pool left behind when a deallocation unwound) and
-    /// returns how many there were.
-    fn free_leftovers(&self) -> usize {
-        let blocks = std::mem::take(&mut *self.blocks.borrow_mut());
-        for &(p, layout) in blocks.values() {
-            // SAFETY: a block taken from `Global` with `layout` and not given back.
-            unsafe { Global.deallocate(p, layout) };
-        }
-        blocks.len()
-    }
-}
-
-// SAFETY: every block comes from `Global` and goes back to it with the layout it was taken with;
-// the record does not affect the memory.
-unsafe impl Allocator for Backing {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let block = Global.allocate(layout)?;
-        let p = block.cast::<u8>();
-        let old = self.blocks.borrow_mut().insert(p.addr().get(), (p, layout));
-        assert!(old.is_none(), "block handed out twice");
-        Ok(block)
-    }
-
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        let held = self.blocks.borrow_mut().remove(&ptr.addr().get());
-        assert_eq!(
-            held.map(|(_, l)| l),
-            Some(layout),
-            "freed twice, with another layout, or not ours"
-        );
-        // SAFETY: the block came from `Global` with `layout`.
-        unsafe { Global.deallocate(ptr, layout) };
-        let n = self.deallocs.get();
-        self.deallocs.set(n + 1);
-        if self.panic_at.get() == Some(n) {
-            self.panic_at.set(None);
-            panic!("{PANIC}");
-        }
-    }
-}
-
-/// A backing allocator held by value: forwards to a [`Backing`] and counts its own drops.
-struct Handle<'a>(&'a Backing);
+/// A backing allocator held by value: forwards to a [`Tracked`] and counts its own drops.
+struct Handle<'a>(&'a Tracked, &'a Cell<usize>);
 
 impl Drop for Handle<'_> {
     fn drop(&mut self) {
-        self.0.handles_dropped.set(self.0.handles_dropped.get() + 1);
+        self.1.set(self.1.get() + 1);
     }
 }
 
-// SAFETY: forwards every call to the `Backing`.
+// SAFETY: forwards every call to the `Tracked`.
 unsafe impl Allocator for Handle<'_> {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         self.0.allocate(layout)
@@ -131,35 +48,11 @@ unsafe impl Allocator for Handle<'_> {
     }
 }
 
-/// Silences the test panics (others still print), once for the whole test binary.
-fn quiet() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(std::boxed::Box::new(move |info| {
-            if info.payload().downcast_ref::<String>().map(String::as_str) != Some(PANIC) {
-                default(info);
-            }
-        }));
-    });
-}
-
-/// Runs `f`, expecting it to unwind with the backing allocator's panic.
-fn expect_backing_panic(f: impl FnOnce()) {
-    quiet();
-    let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("no deallocate panicked");
-    assert_eq!(
-        payload.downcast_ref::<String>().map(String::as_str),
-        Some(PANIC),
-        "another panic"
-    );
-}
-
 // ----- what every pool must still do -----
 
 /// Allocates `count` blocks of each of `layouts` from `pool`: each must lie in memory `backing`
 /// holds and be disjoint from the others; they are filled, read back and freed.
-fn serve_and_free<P: Allocator>(pool: &P, backing: &Backing, layouts: &[Layout], count: usize) {
+fn serve_and_free<P: Allocator>(pool: &P, backing: &Tracked, layouts: &[Layout], count: usize) {
     let mut blocks: std::vec::Vec<(NonNull<u8>, Layout, usize, u8)> = std::vec::Vec::new();
     for k in 0..count {
         for &layout in layouts {
@@ -167,7 +60,7 @@ fn serve_and_free<P: Allocator>(pool: &P, backing: &Backing, layouts: &[Layout],
             let (p, len) = (block.cast::<u8>(), block.len());
             // Under Miri the write below is checked instead (an access to freed memory).
             assert!(
-                cfg!(miri) || backing.holds(p.addr().get(), len),
+                cfg!(miri) || backing.holds(p, len),
                 "block {p:p} ({len} bytes) is not in memory the backing allocator holds"
             );
             let fill = (k as u8).wrapping_mul(31).wrapping_add(blocks.len() as u8);
@@ -198,7 +91,7 @@ fn serve_and_free<P: Allocator>(pool: &P, backing: &Backing, layouts: &[Layout],
 
 /// Checks a `Pool`'s (or the one shard's of a `SyncPool`) statistics against what `backing`
 /// holds: its slabs and its address map's table (taken with the first slab, kept until drop).
-fn assert_pool_stats_exact(slabs: usize, bytes_held: usize, backing: &Backing) {
+fn assert_pool_stats_exact(slabs: usize, bytes_held: usize, backing: &Tracked) {
     assert_eq!(
         backing.held_blocks(),
         slabs + 1,
@@ -230,11 +123,11 @@ fn fill_slabs<A: Allocator>(pool: &Pool<A>, slabs: usize) -> std::vec::Vec<Box<I
 fn pool_trim_of_an_empty_pool_that_unwinds() {
     // The last release first: the slab being carved.
     for n in (0..4).rev() {
-        let backing = Backing::default();
+        let backing = Tracked::default();
         let mut pool = Pool::new_in(Layout::new::<Item>(), &backing);
         drop(fill_slabs(&pool, 4));
         assert_eq!(pool.stats().slabs, 4);
-        backing.panic_on_dealloc(n);
+        backing.panic_in_dealloc(n);
         expect_backing_panic(|| pool.trim());
         let s = pool.stats();
         assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
@@ -263,7 +156,7 @@ fn pool_trim_of_an_empty_pool_that_unwinds() {
 fn pool_trim_with_a_live_slot_that_unwinds() {
     // The last release first: the slab being carved.
     for n in (0..3).rev() {
-        let backing = Backing::default();
+        let backing = Tracked::default();
         let mut pool = Pool::new_in(Layout::new::<Item>(), &backing);
         let mut boxes = fill_slabs(&pool, 4);
         let keep = Box::into_raw(boxes.remove(0));
@@ -271,7 +164,7 @@ fn pool_trim_with_a_live_slot_that_unwinds() {
         let (odd, even): (std::vec::Vec<_>, std::vec::Vec<_>) =
             boxes.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
         drop((odd, even));
-        backing.panic_on_dealloc(n);
+        backing.panic_in_dealloc(n);
         expect_backing_panic(|| pool.trim());
         let s = pool.stats();
         assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
@@ -301,7 +194,7 @@ fn pool_trim_with_a_live_slot_that_unwinds() {
 /// carved unwinding.
 #[test]
 fn typed_pool_trim_that_unwinds() {
-    let backing = Backing::default();
+    let backing = Tracked::default();
     let mut pool = TypedPool::<Item, _>::new_in(&backing);
     let mut boxes: std::vec::Vec<_> = (0..70u64).map(|i| pool.alloc([i; 4])).collect();
     let kept = Box::into_raw(boxes.remove(0));
@@ -309,7 +202,7 @@ fn typed_pool_trim_that_unwinds() {
     // Slabs of 16, 16, 16, 16 and 19 slots: the last four are released, the last of them is
     // the one being carved.
     assert_eq!(pool.stats().slabs, 5);
-    backing.panic_on_dealloc(3);
+    backing.panic_in_dealloc(3);
     expect_backing_panic(|| pool.trim());
     let s = pool.stats();
     assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
@@ -327,7 +220,7 @@ fn typed_pool_trim_that_unwinds() {
 
 /// Asserts that a `SizeClassPool`'s page counts add up: the pages held are the classes' pages
 /// and the cached empty ones, and the backing allocator holds them and the map's table.
-fn assert_size_class_stats_exact<A: Allocator>(pool: &SizeClassPool<A>, backing: &Backing) {
+fn assert_size_class_stats_exact<A: Allocator>(pool: &SizeClassPool<A>, backing: &Tracked) {
     let s = pool.stats();
     let (pages, bytes) = s
         .classes()
@@ -358,7 +251,7 @@ fn size_class_pool_trim_that_unwinds() {
         Layout::from_size_align(500, 16).unwrap(),
     ];
     for n in 0..scaled(5, 3) {
-        let backing = Backing::default();
+        let backing = Tracked::default();
         let mut pool = SizeClassPool::with_options_in(options, &backing);
         let blocks: std::vec::Vec<_> = (0..24)
             .flat_map(|_| layouts.map(|l| (pool.allocate(l).unwrap().cast::<u8>(), l)))
@@ -369,7 +262,7 @@ fn size_class_pool_trim_that_unwinds() {
         }
         let before = pool.stats();
         assert!(before.pages >= 5 && before.empty_pages >= 3);
-        backing.panic_on_dealloc(n);
+        backing.panic_in_dealloc(n);
         expect_backing_panic(|| pool.trim());
         let pages = pool.stats().pages;
         serve_and_free(&pool, &backing, &layouts, scaled(40, 12));
@@ -394,13 +287,13 @@ fn size_class_pool_trim_that_unwinds() {
 fn sync_pool_trim_that_unwinds() {
     // Every slab but the first is released; the slab being carved (the last) first.
     for n in [3, 1, 0] {
-        let backing = Backing::default();
+        let backing = Tracked::default();
         let mut pool = SyncPool::with_shards_in(Layout::new::<Item>(), 1, &backing);
         let mut boxes: std::vec::Vec<_> = (0..70u64).map(|i| pool.alloc([i; 4])).collect();
         let kept = Box::into_raw(boxes.remove(0));
         drop(boxes);
         assert_eq!(pool.stats().slabs, 5);
-        backing.panic_on_dealloc(n);
+        backing.panic_in_dealloc(n);
         expect_backing_panic(|| pool.trim());
         let s = pool.stats();
         assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
@@ -430,18 +323,20 @@ fn sync_pool_trim_that_unwinds() {
 /// backing allocator) is still freed, and the backing allocator dropped.
 #[test]
 fn sync_pool_drop_that_unwinds() {
-    let backing = Backing::default();
-    let pool = SyncPool::with_shards_in(Layout::new::<Item>(), 2, Handle(&backing));
+    let backing = Tracked::default();
+    let handles_dropped = Cell::new(0);
+    let pool =
+        SyncPool::with_shards_in(Layout::new::<Item>(), 2, Handle(&backing, &handles_dropped));
     drop(
         (0..70u64)
             .map(|i| pool.alloc([i; 4]))
             .collect::<std::vec::Vec<_>>(),
     );
     assert_eq!(pool.stats().slabs, 5);
-    backing.panic_on_dealloc(1);
+    backing.panic_in_dealloc(1);
     expect_backing_panic(|| drop(pool));
     assert_eq!(
-        backing.handles_dropped.get(),
+        handles_dropped.get(),
         1,
         "the backing allocator was not dropped"
     );
@@ -453,10 +348,10 @@ fn sync_pool_drop_that_unwinds() {
 /// left to the backing allocator, none is given back twice or touched after.
 #[test]
 fn pool_and_size_class_pool_drop_that_unwinds() {
-    let backing = Backing::default();
+    let backing = Tracked::default();
     let pool = Pool::new_in(Layout::new::<Item>(), &backing);
     drop(fill_slabs(&pool, 3));
-    backing.panic_on_dealloc(1);
+    backing.panic_in_dealloc(1);
     expect_backing_panic(|| drop(pool));
     // The third slab and the map's table are left.
     assert_eq!(backing.free_leftovers(), 2);
@@ -476,7 +371,7 @@ fn pool_and_size_class_pool_drop_that_unwinds() {
     }
     let pages = pool.stats().pages;
     assert!(pages >= 2);
-    backing.panic_on_dealloc(0);
+    backing.panic_in_dealloc(0);
     expect_backing_panic(|| drop(pool));
     // The other pages and the map's table are left.
     assert_eq!(backing.free_leftovers(), pages);

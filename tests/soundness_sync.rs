@@ -8,16 +8,16 @@
 //! down.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 
-use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+mod common;
+
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once, Weak};
+use std::sync::{Arc, Weak};
 use std::thread;
 
-use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
+use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Layout};
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::{LocalArena, SyncArena};
+use common::{Tracked, expect_backing_panic, quiet};
 
 /// Scales a count down under Miri, and to a tenth under ThreadSanitizer (`--cfg
 /// arena_pool_tsan`: every memory access is checked there, about 10x slower).
@@ -33,147 +33,6 @@ const fn scaled(native: usize, miri: usize) -> usize {
 
 /// At least the large-block threshold (64 KiB): a block of its own on the shared path.
 const LARGE: usize = 70_000;
-
-// ----- the backing allocator -----
-
-/// What [`Tracked`] panics with.
-const PANIC: &str = "the backing allocator panics (test)";
-
-/// No call is set to panic.
-const NEVER: usize = usize::MAX;
-
-/// A thread-safe backing allocator on `Global` that records the blocks it holds, can panic in a
-/// chosen `deallocate` call (after freeing the block: it is gone when the arena sees the panic)
-/// or `allocate` call (before taking a block), and can run one action (a use of the arena it
-/// backs) inside the next `allocate` call, before it allocates.
-struct Tracked {
-    /// Live blocks by address.
-    blocks: Mutex<HashMap<usize, Layout>>,
-    allocs: AtomicUsize,
-    deallocs: AtomicUsize,
-    /// Panic in the `allocate` call with this number.
-    panic_alloc_at: AtomicUsize,
-    /// Panic in the `deallocate` call with this number, once the block is freed.
-    panic_dealloc_at: AtomicUsize,
-    /// Run inside the next `allocate` call.
-    nested: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-impl Default for Tracked {
-    fn default() -> Tracked {
-        Tracked {
-            blocks: Mutex::default(),
-            allocs: AtomicUsize::new(0),
-            deallocs: AtomicUsize::new(0),
-            panic_alloc_at: AtomicUsize::new(NEVER),
-            panic_dealloc_at: AtomicUsize::new(NEVER),
-            nested: Mutex::new(None),
-        }
-    }
-}
-
-impl Tracked {
-    /// The `deallocate` call `n` calls from now (0: the next one) panics.
-    fn panic_in_dealloc(&self, n: usize) {
-        let now = self.deallocs.load(Ordering::Relaxed);
-        self.panic_dealloc_at.store(now + n, Ordering::Relaxed);
-    }
-
-    /// The next `allocate` call panics.
-    fn panic_in_next_alloc(&self) {
-        let now = self.allocs.load(Ordering::Relaxed);
-        self.panic_alloc_at.store(now, Ordering::Relaxed);
-    }
-
-    fn disarm(&self) {
-        self.panic_alloc_at.store(NEVER, Ordering::Relaxed);
-        self.panic_dealloc_at.store(NEVER, Ordering::Relaxed);
-    }
-
-    /// Runs `f` inside the next `allocate` call.
-    fn run_inside_next(&self, f: impl FnOnce() + Send + 'static) {
-        *self.nested.lock().unwrap() = Some(Box::new(f));
-    }
-
-    fn held_blocks(&self) -> usize {
-        self.blocks.lock().unwrap().len()
-    }
-
-    fn held_bytes(&self) -> usize {
-        self.blocks.lock().unwrap().values().map(|l| l.size()).sum()
-    }
-
-    /// Whether `[p, p + len)` lies inside one block this allocator holds.
-    fn holds(&self, p: NonNull<u8>, len: usize) -> bool {
-        let p = p.addr().get();
-        self.blocks
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(&at, l)| at <= p && p + len <= at + l.size())
-    }
-}
-
-// SAFETY: every block comes from `Global` and goes back to it with the layout it was taken
-// with; the hooks touch no block the arena holds.
-unsafe impl Allocator for Tracked {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let n = self.allocs.fetch_add(1, Ordering::Relaxed);
-        if self.panic_alloc_at.load(Ordering::Relaxed) == n {
-            self.panic_alloc_at.store(NEVER, Ordering::Relaxed);
-            panic!("{PANIC}");
-        }
-        // Taken out first, so that the action may use this allocator again.
-        let nested = self.nested.lock().unwrap().take();
-        if let Some(f) = nested {
-            f();
-        }
-        let p = Global.allocate(layout)?;
-        let old = self
-            .blocks
-            .lock()
-            .unwrap()
-            .insert(p.cast::<u8>().addr().get(), layout);
-        assert!(old.is_none(), "block handed out twice");
-        Ok(p)
-    }
-
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        let held = self.blocks.lock().unwrap().remove(&ptr.addr().get());
-        assert_eq!(held, Some(layout), "freed with another layout, or not ours");
-        // SAFETY: the block came from `Global` with `layout`.
-        unsafe { Global.deallocate(ptr, layout) };
-        let n = self.deallocs.fetch_add(1, Ordering::Relaxed);
-        if self.panic_dealloc_at.load(Ordering::Relaxed) == n {
-            self.panic_dealloc_at.store(NEVER, Ordering::Relaxed);
-            panic!("{PANIC}");
-        }
-    }
-}
-
-/// Silences the test panics (others still print), once for the whole test binary.
-fn quiet() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if info.payload().downcast_ref::<String>().map(String::as_str) != Some(PANIC) {
-                default(info);
-            }
-        }));
-    });
-}
-
-/// Runs `f`, expecting it to unwind with the backing allocator's panic.
-fn expect_backing_panic(f: impl FnOnce()) {
-    let payload =
-        catch_unwind(AssertUnwindSafe(f)).expect_err("the backing allocator did not panic");
-    assert_eq!(
-        payload.downcast_ref::<String>().map(String::as_str),
-        Some(PANIC),
-        "another panic"
-    );
-}
 
 /// Asserts that the arena's statistics count exactly what its backing allocator holds.
 fn assert_counts_match<A: Allocator>(arena: &SyncArena<A>, backing: &Tracked) {
