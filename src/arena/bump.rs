@@ -904,6 +904,46 @@ impl RawArena {
         new: Layout,
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shrink_as::<S, ALLOCATOR, false>(p, old, new, src) }
+    }
+
+    /// Shrinks a block its owner gives up for good, to become a slice that lives as long as the
+    /// arena's blocks (`into_slice`): it is never resized or deallocated again, only freed with
+    /// everything else by a reset, its scope's exit or drop. So it never moves to a new block:
+    /// the last block gives its tail back, a large block shrinks through the backing allocator
+    /// and stays a large block at any size (its place among them kept), and any other block
+    /// keeps its place. A block made before a checkpoint is thus still there when it is
+    /// restored.
+    ///
+    /// # Safety
+    /// The `Allocator::shrink` contract, with `new.align() == old.align()`; the block is not
+    /// resized or deallocated afterwards; `src` is the arena's source.
+    #[inline(always)]
+    pub(crate) unsafe fn shrink_settled<S: ChunkSource + ?Sized>(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        src: &S,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        debug_assert!(new.align() == old.align());
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shrink_as::<S, false, true>(p, old, new, src) }
+    }
+
+    /// [`shrink`](Self::shrink), and with `SETTLE` [`shrink_settled`](Self::shrink_settled).
+    ///
+    /// # Safety
+    /// As for `shrink`, and with `SETTLE` as for `shrink_settled`.
+    #[inline(always)]
+    unsafe fn shrink_as<S: ChunkSource + ?Sized, const ALLOCATOR: bool, const SETTLE: bool>(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        src: &S,
+    ) -> Result<NonNull<[u8]>, AllocError> {
         debug_assert!(new.size() <= old.size());
         // SAFETY: `p` was allocated with `old` (the contract).
         if !unsafe { satisfies(p, old, new) } {
@@ -913,7 +953,7 @@ impl RawArena {
         let Some(start) = self.last_start(p, old.size()) else {
             if old.size() >= LARGE_THRESHOLD {
                 // SAFETY: forwarded from the caller.
-                return unsafe { self.shrink_not_last::<S, ALLOCATOR>(p, old, new, src) };
+                return unsafe { self.shrink_not_last::<S, ALLOCATOR, SETTLE>(p, old, new, src) };
             }
             // The caller may keep using the whole block.
             return Ok(NonNull::slice_from_raw_parts(p, old.size()));
@@ -1199,13 +1239,19 @@ impl RawArena {
     }
 
     /// `shrink` of a block that is not the last one, of at least the threshold: a large block
-    /// shrinks through the backing allocator, a bump block keeps its place and length.
+    /// shrinks through the backing allocator (with `SETTLE`, staying a large block at any size),
+    /// a bump block keeps its place and length.
     ///
     /// # Safety
-    /// As for [`shrink`](Self::shrink).
+    /// As for [`shrink`](Self::shrink), and with `SETTLE` as for
+    /// [`shrink_settled`](Self::shrink_settled).
     #[cold]
     #[inline(never)]
-    unsafe fn shrink_not_last<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
+    unsafe fn shrink_not_last<
+        S: ChunkSource + ?Sized,
+        const ALLOCATOR: bool,
+        const SETTLE: bool,
+    >(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -1215,7 +1261,7 @@ impl RawArena {
         match self.large.find(p, old.align()) {
             Some(b) => {
                 // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
-                let q = unsafe { self.resize_large(b, old, new, false, false, src) }
+                let q = unsafe { self.resize_large(b, old, new, false, SETTLE, src) }
                     .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?;
                 Ok(NonNull::slice_from_raw_parts(q, new.size()))
             }
@@ -1322,38 +1368,6 @@ impl RawArena {
         }
         self.note_peak(self.in_use());
         Ok(q)
-    }
-
-    /// Shrinks a block its owner gives up for good, to become a slice that lives as long as the
-    /// arena's blocks (`into_slice`): it is never resized or deallocated again, only freed with
-    /// everything else by a reset, its scope's exit or drop. So it never moves to a new block:
-    /// the last block gives its tail back, a large block shrinks through the backing allocator
-    /// and stays a large block at any size (its place among them kept), and any other block
-    /// keeps its place. A block made before a checkpoint is thus still there when it is
-    /// restored.
-    ///
-    /// # Safety
-    /// The `Allocator::shrink` contract, with `new.align() == old.align()`; the block is not
-    /// resized or deallocated afterwards; `src` is the arena's source.
-    pub(crate) unsafe fn shrink_settled<S: ChunkSource + ?Sized>(
-        &self,
-        p: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-        src: &S,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        debug_assert!(new.size() <= old.size() && new.align() == old.align());
-        if self.last_start(p, old.size()).is_none() {
-            if let Some(b) = self.find_large(p, old) {
-                // SAFETY: `b` is the caller's block of `old`, given up for good (the caller).
-                let q = unsafe { self.resize_large(b, old, new, false, true, src) }
-                    .map_err(|_| AllocError)?;
-                return Ok(NonNull::slice_from_raw_parts(q, new.size()));
-            }
-        }
-        // SAFETY: forwarded from the caller; with the same alignment a bump block keeps its
-        // place.
-        unsafe { self.shrink::<S, false>(p, old, new, src) }
     }
 
     // ----- positions, scopes and reset -----

@@ -257,11 +257,6 @@ pub(crate) struct Building<'r, T, C: Core + ?Sized> {
     ptr: NonNull<T>,
     len: usize,
     cap: usize,
-    /// The position just before the buffer's first block was allocated (0 until then): only the
-    /// buffer's own alignment padding lies between it and that block. Taken there, not when the
-    /// buffer is made, because the code that feeds the buffer (an iterator) may place blocks of
-    /// its own in the arena before the first item arrives.
-    mark: usize,
 }
 
 impl<'r, T, C: Core + ?Sized> Building<'r, T, C> {
@@ -272,7 +267,6 @@ impl<'r, T, C: Core + ?Sized> Building<'r, T, C> {
             ptr: NonNull::dangling(),
             len: 0,
             cap,
-            mark: 0,
         }
     }
 
@@ -287,7 +281,6 @@ impl<'r, T, C: Core + ?Sized> Building<'r, T, C> {
         let new_cap = needed.max(self.cap.saturating_mul(2)).max(4);
         let new_layout = Layout::array::<T>(new_cap).map_err(|_| Failure::CapacityOverflow)?;
         let p = if self.cap == 0 {
-            self.mark = self.core.core_mark();
             self.core.core_alloc(new_layout)?
         } else {
             // SAFETY: `ptr` is our live block of `cap` elements, allocated from this arena with
@@ -740,36 +733,47 @@ pub(crate) fn slice_try_from_iter<T, E, C: Core + ?Sized, const REWIND: bool>(
     /// block; disarmed by `finish`.
     struct Rewind<'r, T, C: Core + ?Sized, const REWIND: bool> {
         buf: mem::ManuallyDrop<Building<'r, T, C>>,
+        /// The position just before the buffer's first block was allocated: only that block's
+        /// alignment padding lies between the two. Taken there, not before the iterator runs,
+        /// because the iterator may place blocks of its own in the arena before its first item.
+        mark: usize,
     }
     impl<T, C: Core + ?Sized, const REWIND: bool> Drop for Rewind<'_, T, C, REWIND> {
         fn drop(&mut self) {
-            let (core, start, cap, mark) =
-                (self.buf.core, self.buf.ptr, self.buf.cap, self.buf.mark);
+            let (core, start, cap) = (self.buf.core, self.buf.ptr, self.buf.cap);
             // SAFETY: the buffer is dropped once, here, and not used afterwards.
             unsafe { mem::ManuallyDrop::drop(&mut self.buf) };
             if REWIND && size_of::<T>() != 0 && cap != 0 {
-                // SAFETY: `mark` was taken just before the buffer's first block was allocated
-                // (`Building::reserve`), and its last block, at `start`, was given back just
-                // above. `core_rewind` moves the position only when it is at `start` and `mark`
-                // lies less than the alignment before it in the same chunk: then the buffer never
-                // left its first block, and only that block's padding lies in between (a block
-                // it moved out of is at least four elements long, so a later block lies further
-                // from `mark` than the alignment).
-                unsafe { core.core_rewind(start.cast(), mark, align_of::<T>()) };
+                // SAFETY: `mark` was taken just before the buffer's first block was allocated,
+                // and its last block, at `start`, was given back just above. `core_rewind` moves
+                // the position only when it is at `start` and `mark` lies less than the
+                // alignment before it in the same chunk: then the buffer never left its first
+                // block, and only that block's padding lies in between (a block it moved out of
+                // is at least four elements long, so a later block lies further from `mark` than
+                // the alignment).
+                unsafe { core.core_rewind(start.cast(), self.mark, align_of::<T>()) };
             }
         }
     }
     let iter = iter.into_iter();
     let mut guard = Rewind::<T, C, REWIND> {
         buf: mem::ManuallyDrop::new(Building::new(core)),
+        mark: 0,
     };
-    let buf = &mut *guard.buf;
     // The lower bound is only a hint: one too large to reserve may be a lie, so grow as the items
     // come instead (a failed reservation changes nothing).
-    let _ = buf.reserve(iter.size_hint().0);
+    if REWIND {
+        guard.mark = core.core_mark();
+    }
+    let _ = guard.buf.reserve(iter.size_hint().0);
     for item in iter {
+        let item = item.map_err(FillError::Init)?;
+        if REWIND && guard.buf.cap == 0 {
+            // The buffer's first block comes now (the iterator has run).
+            guard.mark = core.core_mark();
+        }
         // On `Err`, `guard` drops the items taken, gives the block back and rewinds.
-        buf.push(item.map_err(FillError::Init)?)?;
+        guard.buf.push(item)?;
     }
     // SAFETY: the buffer is taken out once, and `guard` is forgotten, so it does not drop it.
     let buf = unsafe { mem::ManuallyDrop::take(&mut guard.buf) };
