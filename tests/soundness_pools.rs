@@ -159,7 +159,7 @@ fn pool_trim_with_a_live_slot_that_unwinds() {
         let backing = Tracked::default();
         let mut pool = Pool::new_in(Layout::new::<Item>(), &backing);
         let mut boxes = fill_slabs(&pool, 4);
-        let keep = Box::into_raw(boxes.remove(0));
+        let keep = Box::into_raw_with_allocator(boxes.remove(0)).0;
         // The others freed odd ones first, so that the free list mixes the slabs.
         let (odd, even): (std::vec::Vec<_>, std::vec::Vec<_>) =
             boxes.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
@@ -175,7 +175,7 @@ fn pool_trim_with_a_live_slot_that_unwinds() {
             "panic at release {n}: the count of slots in use"
         );
         assert_eq!(s.slabs, 3 - n, "panic at release {n}");
-        // SAFETY: made by `Box::into_raw` above, its slot still in use.
+        // SAFETY: made by `Box::into_raw_with_allocator` above, its slot still in use.
         let keep = unsafe { Box::from_raw_in(keep, &pool) };
         assert_eq!(*keep, [0; 4]);
         drop(keep);
@@ -197,7 +197,7 @@ fn typed_pool_trim_that_unwinds() {
     let backing = Tracked::default();
     let mut pool = TypedPool::<Item, _>::new_in(&backing);
     let mut boxes: std::vec::Vec<_> = (0..70u64).map(|i| pool.alloc([i; 4])).collect();
-    let kept = Box::into_raw(boxes.remove(0));
+    let kept = Box::into_raw_with_allocator(boxes.remove(0)).0;
     drop(boxes);
     // Slabs of 16, 16, 16, 16 and 19 slots: the last four are released, the last of them is
     // the one being carved.
@@ -209,7 +209,7 @@ fn typed_pool_trim_that_unwinds() {
     serve_and_free(&pool, &backing, &[Layout::new::<Item>()], scaled(200, 70));
     assert_eq!(pool.stats().in_use, s.in_use);
     assert_eq!(s.in_use, 1);
-    // SAFETY: made by `Box::into_raw` above, its slot still in use.
+    // SAFETY: made by `Box::into_raw_with_allocator` above, its slot still in use.
     drop(unsafe { Box::from_raw_in(kept, &pool) });
     pool.trim();
     drop(pool);
@@ -290,7 +290,7 @@ fn sync_pool_trim_that_unwinds() {
         let backing = Tracked::default();
         let mut pool = SyncPool::with_shards_in(Layout::new::<Item>(), 1, &backing);
         let mut boxes: std::vec::Vec<_> = (0..70u64).map(|i| pool.alloc([i; 4])).collect();
-        let kept = Box::into_raw(boxes.remove(0));
+        let kept = Box::into_raw_with_allocator(boxes.remove(0)).0;
         drop(boxes);
         assert_eq!(pool.stats().slabs, 5);
         backing.panic_in_dealloc(n);
@@ -304,7 +304,7 @@ fn sync_pool_trim_that_unwinds() {
             "panic at release {n}: the count of slots in use"
         );
         assert_eq!(s.slabs, 4 - n, "panic at release {n}");
-        // SAFETY: made by `Box::into_raw` above, its slot still in use.
+        // SAFETY: made by `Box::into_raw_with_allocator` above, its slot still in use.
         let kept = unsafe { Box::from_raw_in(kept, &pool) };
         assert_eq!(*kept, [0; 4]);
         drop(kept);
