@@ -943,7 +943,7 @@ fn zero_sized_layouts_are_aligned_and_harmless() {
 
 #[test]
 fn zero_sized_layouts_do_not_bump() {
-    // DESIGN §3: "Zero-sized layouts: an aligned dangling pointer, no bump".
+    // Zero-sized layouts: an aligned dangling pointer, no bump (docs/DESIGN.md §3.1).
     let arena = Arena::new();
     let _odd = arena.alloc(1u8); // the bump position is now odd
     let l = layout(8, 1);

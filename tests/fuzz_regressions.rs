@@ -1,4 +1,4 @@
-//! Regression tests for what the fuzz targets (fuzz/, issue 8) found: one plain test per root
+//! Regression tests for what the fuzz targets (fuzz/) found: one plain test per root
 //! cause, replaying the shortest sequence that shows it.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 

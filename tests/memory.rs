@@ -1,4 +1,4 @@
-//! Memory follows the data (issue 19): the bytes an arena holds from its backing allocator, and
+//! Memory follows the data (docs/DESIGN.md §4): the bytes an arena holds from its backing allocator, and
 //! the calls it makes, measured by a metering backing allocator. These bounds are deterministic,
 //! so they are tests: large blocks outside the chunks, retention at reset, `with_capacity`.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]

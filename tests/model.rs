@@ -1,5 +1,5 @@
-//! Model-based property tests of `Arena` through allocator-api2's `Allocator` trait (DESIGN §3,
-//! §7).
+//! Model-based property tests of `Arena` through allocator-api2's `Allocator` trait
+//! (docs/DESIGN.md §3 and §8).
 //!
 //! `allocator_model` runs random sequences of allocate / allocate_zeroed / grow / grow_zeroed /
 //! shrink / deallocate / reset (sizes 0..4096, alignments 1..=4096, both biased towards small
@@ -337,7 +337,7 @@ fn layout(size: usize, align_log: u32) -> Layout {
     Layout::from_size_align(size, 1 << align_log).unwrap()
 }
 
-/// DESIGN §3: a zero-sized request gets an aligned dangling pointer, "no bump" (not even
+/// docs/DESIGN.md §3.1: a zero-sized request gets an aligned dangling pointer, "no bump" (not even
 /// alignment padding), so `used_bytes` stays at `expected`.
 fn check_zero_sized(step: usize, what: &str, layout: Layout, expected: usize, after: usize) {
     assert_eq!(

@@ -1,5 +1,5 @@
 //! Integration tests of the pools, `Pool`, `TypedPool` and `SizeClassPool`, through allocator-api2's
-//! `Allocator` trait and the collections built on it (DESIGN §6, notes/pools.md §3.0–3.2, §3.4).
+//! `Allocator` trait and the collections built on it (docs/DESIGN.md §5).
 //!
 //! - `pool_model` / `typed_pool_model` / `size_class_model`: proptest op sequences (allocate, allocate_zeroed,
 //!   deallocate with any size of the fit range, grow, grow_zeroed, shrink, free-then-allocate),
@@ -54,7 +54,7 @@ fn class_size(size: usize) -> usize {
     }
 }
 
-/// A `Pool` slot for `layout`, per DESIGN §6: the size rounded up to the alignment and to at
+/// A `Pool` slot for `layout` (docs/DESIGN.md §5): the size rounded up to the alignment and to at
 /// least a pointer, aligned to at least a pointer.
 fn expected_slot(layout: Layout) -> (usize, usize) {
     let align = layout.align().max(size_of::<usize>());
@@ -2409,7 +2409,7 @@ fn pool_metadata_per_slab() {
             // At most a header of 64 bytes, one bit per slot, and the alignment padding.
             assert!(meta <= 64 + slots.div_ceil(64) * 8 + align, "{meta}");
             if align <= 64 {
-                // Less than fastalloc's 8 bytes per slot (notes/pools.md §3.1).
+                // Less than 8 bytes of metadata per slot.
                 assert!(meta <= 8 * slots, "{meta} for {slots} slots");
             }
         }
@@ -2550,7 +2550,7 @@ fn size_class_blocks_per_page_and_waste() {
     unsafe { pool.deallocate(p.cast(), layout(o.largest_pooled + 1, 1)) };
 }
 
-// ----- alloc / try_alloc and strict mode (issue 21) -----
+// ----- alloc / try_alloc and strict mode -----
 
 /// A value that counts how many of its kind are alive (a leak leaves the count high, a double
 /// drop makes it low).

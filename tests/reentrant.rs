@@ -1,5 +1,5 @@
 //! Backing allocators that panic, and backing allocators that use the arena or pool they back
-//! (issue 22): every live block stays intact and in place, no two blocks overlap, and every
+//! (docs/DESIGN.md §7): every live block stays intact and in place, no two blocks overlap, and every
 //! statistic is exact afterwards, for `Arena`, scopes, `SyncArena`, `LocalArena`, `Pool`,
 //! `SizeClassPool` and `SyncPool`. A nested request that needs a refill of the allocator being
 //! refilled is refused (`Err`); everything else a nested call asks for is served.
@@ -191,10 +191,10 @@ fn push_until_backing_call<T: Clone + PartialEq + core::fmt::Debug, A: Allocator
 
 // ----- Arena -----
 
-/// Reproducer 1 of issue 22: a `Vec<Box<u64>>` that is the arena's last block, grown when its
-/// chunk is full with a backing allocator that panics. The vector keeps its buffer (as
-/// allocator-api2's `Vec` does when `grow` unwinds), so the buffer must still be allocated: the
-/// next allocation must not land on it (before the fix it did, and Miri saw a dangling box).
+/// A `Vec<Box<u64>>` that is the arena's last block, grown when its chunk is full with a backing
+/// allocator that panics. The vector keeps its buffer (as allocator-api2's `Vec` does when `grow`
+/// unwinds), so the buffer must still be allocated: the next allocation must not land on it
+/// (under Miri, a box in the buffer would then dangle).
 #[test]
 fn arena_grow_that_unwinds_keeps_the_last_block_allocated() {
     quiet();
@@ -358,9 +358,9 @@ fn arena_with_reentrant_backing(nested_len: usize) -> (std::vec::Vec<u64>, Optio
     (values, block)
 }
 
-/// Reproducer 2 of issue 22: a nested allocation that fits the current chunk, made while a
-/// growing `Vec` waits for the backing allocator. Before the fix the nested block landed on the
-/// vector's bytes, which were released before the call, and the vector read `0xAA…`.
+/// A nested allocation that fits the current chunk, made while a growing `Vec` waits for the
+/// backing allocator: the vector's bytes stay allocated during the call, so the nested block
+/// cannot land on them (the vector would then read the nested block's `0xAA…`).
 #[test]
 fn arena_nested_allocation_in_the_current_chunk_is_served() {
     let (values, block) = arena_with_reentrant_backing(64);

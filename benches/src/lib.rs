@@ -493,8 +493,8 @@ impl XorShift {
 }
 
 /// Fixes glibc malloc's thresholds for the whole run, so that one crate's heap history cannot
-/// skew the next crate's numbers (DESIGN §7: with the default *dynamic* mmap threshold, whichever
-/// crate ran first paid page faults on every large chunk). Blocks up to 32 MiB (glibc's maximum
+/// skew the next crate's numbers (with the default *dynamic* mmap threshold, whichever crate ran
+/// first paid page faults on every large chunk). Blocks up to 32 MiB (glibc's maximum
 /// for this setting on 64-bit) come from the heap, and freed memory is not returned to the system.
 /// Elsewhere (another libc or OS) it does nothing and says so.
 pub fn fix_malloc_thresholds() {

@@ -1,7 +1,7 @@
 //! The bump core: the arena's position, its one-branch fast path, the cold refill path, and the
 //! rules for growing, shrinking and freeing the last block.
 //!
-//! Invariants (DESIGN §3):
+//! Invariants (docs/DESIGN.md §3):
 //! - `ptr <= end`, both inside the current chunk's usable bytes (or both the dangling sentinel when
 //!   there is no chunk), and both carry the provenance of the chunk's block. `end` is the chunk's
 //!   own end, or below it: at a reset's probe (see `retention`), which only slow paths move, or at

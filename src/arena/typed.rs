@@ -417,7 +417,7 @@ pub(crate) fn place_array_or_raise<T, C: Core + ?Sized>(core: &C, len: usize) ->
     let Ok(layout) = Layout::array::<T>(len) else {
         Failure::CapacityOverflow.raise()
     };
-    // An empty array takes no room (DESIGN §3). With alignment 1 the bump itself moves nothing
+    // An empty array takes no room (docs/DESIGN.md §3.1). With alignment 1 the bump itself moves nothing
     // for it and never fails on an arena's own chunks (no padding, no size, and `ptr <= end`), so
     // the test is left out.
     if align_of::<T>() > 1 && layout.size() == 0 {
