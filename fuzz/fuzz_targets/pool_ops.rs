@@ -7,7 +7,7 @@
 //! backing allocator), blocks described with any size between their requested size and their
 //! length, reset, trim, backing-allocator failures, and sizes no allocator can serve. The backing
 //! allocator can panic in its next call, or call back into the pool there: free a block and
-//! allocate one.
+//! allocate one; or panic in a `deallocate` call of the next operation (of the drop at the end).
 //!
 //! Checked after every operation, besides what the block model checks (alignment, length, no
 //! overlap, contents, zeroing): the slot size; a pooled block is one slot long; `in_use` and
@@ -15,11 +15,13 @@
 //! allocator holds exactly the slabs, the fallback blocks and at most one address-map table; a
 //! failure changes nothing and happens only after an injected backing failure or for a huge
 //! size; `trim` with no slot in use gives every slab back; an operation unwound by the backing
-//! allocator's panic changes no statistic and no block, and the same operation then runs
-//! normally; a nested request is served when a slot is free or when it goes to the backing
+//! allocator's panic in `allocate` changes no statistic and no block, and the same operation then
+//! runs normally; after one unwound from a `deallocate`, every other block is intact, the
+//! statistics still match the model (a slot or fallback block the operation took and could not
+//! hand out counts as lost, at most one of each) and the pool works on; a nested request is served when a slot is free or when it goes to the backing
 //! allocator (unless a failure was injected), and a nested block is checked like any other
 //! (alignment, length, no overlap with any block live meanwhile, contents); dropping the pool
-//! gives everything back.
+//! gives everything back (but the fallback blocks lost, and what a drop that unwound left).
 
 #![no_main]
 

@@ -6,7 +6,8 @@
 //! deallocate with sizes 0 ..= 16 KiB (so both pooled and large blocks) and alignments up to
 //! 4096, blocks described with any size between their requested size and their length, trim,
 //! backing-allocator failures, and sizes no allocator can serve. The backing allocator can panic
-//! in its next call, or call back into the pool there: free a block and allocate one.
+//! in its next call, or call back into the pool there: free a block and allocate one; or panic in
+//! a `deallocate` call of the next operation (of the drop at the end).
 //!
 //! Checked after every operation, besides what the block model checks (alignment, length, no
 //! overlap, contents, zeroing): a pooled block is exactly its class long (16-byte steps up to
@@ -15,20 +16,26 @@
 //! limit and `trim` empties it; the bytes held are whole pages; the backing allocator holds
 //! exactly the pages, the fallback blocks and at most one address-map table; a failure changes
 //! nothing and happens only after an injected backing failure or for a huge size; an operation
-//! unwound by the backing allocator's panic changes no statistic and no block, and the same
-//! operation then runs normally; a nested request for a large block is served unless a failure
+//! unwound by the backing allocator's panic in `allocate` changes no statistic and no block, and
+//! the same operation then runs normally; after one unwound from a `deallocate`, every other
+//! block is intact, the statistics still match the model (a block the operation took and could
+//! not hand out counts as lost, at most one per class and one large) and the pool works on; a
+//! nested request for a large block is served unless a failure
 //! was injected, and a nested block is checked like any other (alignment, length, class, no
-//! overlap with any block live meanwhile, contents); dropping the pool gives everything back.
+//! overlap with any block live meanwhile, contents); dropping the pool gives everything back (but
+//! the large blocks lost, and what a drop that unwound left).
 
 #![no_main]
+
+use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
 use arena_pool::allocator_api2::alloc::Layout;
 use arena_pool::{SizeClassOptions, SizeClassPool};
 use arena_pool_fuzz::nested::{self, Plan, Settled};
 use arena_pool_fuzz::{
-    BACKING_CAP, Backing, Model, Size, align_from, alloc_op, dealloc_op, grow_op,
-    ignore_injected_panics, layout, run_catching, shrink_op,
+    BACKING_CAP, Backing, Injected, Model, Size, align_from, alloc_op, catch_injected, dealloc_op,
+    grow_op, ignore_injected_panics, layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -84,6 +91,9 @@ enum Op {
     FailNext(u8),
     /// The next backing allocation panics (with `InjectedPanic`).
     PanicNext,
+    /// In the next operation, the backing `deallocate` call after `n % 4` others panics (with
+    /// `InjectedPanic`) before freeing the block; at the end of the input, the pool's drop.
+    PanicNextFree(u8),
     /// The next backing allocation, if the next operation makes one, first frees block `free`
     /// (pick, fit; chosen when that operation starts), then allocates `size` / `align` from the
     /// pool.
@@ -115,6 +125,14 @@ struct State<'b> {
     options: SizeClassOptions,
     /// What `ReenterNext` asked for, until the next operation (which arms it).
     reenter: Option<Reenter>,
+    /// The block the operation works on (its sequence number), which leaves the model if the
+    /// operation unwinds from a backing `deallocate`.
+    operand: Option<u64>,
+    /// Blocks of each class (by block size), and large blocks, handed out by an operation that
+    /// unwound from a backing `deallocate` after taking them (a grow or shrink that moved the
+    /// block to another class): the pool counts them live, and no one will free them.
+    lost: BTreeMap<usize, usize>,
+    lost_fallback: usize,
 }
 
 impl State<'_> {
@@ -144,19 +162,31 @@ impl State<'_> {
         self.model.blocks().iter().filter(|b| b.tag == tag).count()
     }
 
+    /// Live blocks of class `block_size` in the model.
+    fn class_count(&self, block_size: usize) -> usize {
+        self.model
+            .blocks()
+            .iter()
+            .filter(|b| b.tag == POOLED && class_size(b.size) == block_size)
+            .count()
+    }
+
+    fn lost_pooled(&self) -> usize {
+        self.lost.values().sum()
+    }
+
     fn check_stats(&self, pool: &SizeClassPool<&Backing>) {
         let s = pool.stats();
         for c in s.classes() {
-            let live = self
-                .model
-                .blocks()
-                .iter()
-                .filter(|b| b.tag == POOLED && class_size(b.size) == c.block_size)
-                .count();
+            let live = self.class_count(c.block_size) + self.lost.get(&c.block_size).unwrap_or(&0);
             assert_eq!(c.live, live, "class {}: {s:?}", c.block_size);
         }
-        assert_eq!(s.live_blocks(), self.count(POOLED));
-        assert_eq!(s.fallback_blocks, self.count(FALLBACK), "{s:?}");
+        assert_eq!(s.live_blocks(), self.count(POOLED) + self.lost_pooled());
+        assert_eq!(
+            s.fallback_blocks,
+            self.count(FALLBACK) + self.lost_fallback,
+            "{s:?}"
+        );
         let o = self.options;
         assert!(s.empty_bytes <= o.max_empty_pages * o.page_size, "{s:?}");
         assert!(s.empty_pages <= s.pages, "{s:?}");
@@ -187,7 +217,46 @@ impl State<'_> {
         );
     }
 
+    /// After an operation that unwound from a backing `deallocate`: the block it worked on leaves
+    /// the model (given up or moved), blocks it took and could not hand out are counted as lost,
+    /// and everything else is as the model says.
+    fn after_free_unwound(&mut self, pool: &SizeClassPool<&Backing>, op: &Op) {
+        if let Some(i) = self.operand.take().and_then(|seq| self.model.find_seq(seq)) {
+            self.model.remove(i);
+        }
+        let s = pool.stats();
+        let lost = |have: usize, model: usize, before: usize| {
+            let lost = have.checked_sub(model).unwrap_or_else(|| {
+                panic!("{op:?} unwound from deallocate: the pool counts {have} blocks, the model {model} ({s:?})")
+            });
+            assert!(
+                (before..=before + 1).contains(&lost),
+                "{op:?} unwound from deallocate: {lost} blocks in use that no one holds, {before} before ({s:?})"
+            );
+            lost
+        };
+        for c in s.classes() {
+            let before = self.lost.get(&c.block_size).copied().unwrap_or(0);
+            let now = lost(c.live, self.class_count(c.block_size), before);
+            if now > 0 {
+                self.lost.insert(c.block_size, now);
+            }
+        }
+        self.lost_fallback = lost(s.fallback_blocks, self.count(FALLBACK), self.lost_fallback);
+        self.model.verify_all();
+        self.check_stats(pool);
+    }
+
     fn step(&mut self, pool: &mut SizeClassPool<&Backing>, op: &Op) {
+        // A panic in `deallocate` is armed for this operation only.
+        self.step_armed(pool, op);
+        if !matches!(op, Op::PanicNextFree(_)) {
+            self.backing.disarm_free();
+        }
+    }
+
+    fn step_armed(&mut self, pool: &mut SizeClassPool<&Backing>, op: &Op) {
+        self.operand = None;
         match *op {
             Op::FailNext(n) => {
                 self.backing.fail_next(u32::from(n % 4));
@@ -195,6 +264,12 @@ impl State<'_> {
             }
             Op::PanicNext => {
                 self.backing.panic_next();
+                return;
+            }
+            Op::PanicNextFree(n) => {
+                self.backing.disarm();
+                self.reenter = None;
+                self.backing.panic_in_free(u32::from(n % 4));
                 return;
             }
             Op::ReenterNext {
@@ -206,7 +281,7 @@ impl State<'_> {
                 self.reenter = Some((size, align, zeroed, free));
                 return;
             }
-            // It calls the backing allocator only to free.
+            // It calls the backing allocator only to free (a panic in `deallocate` stays armed).
             Op::Trim => {
                 self.backing.disarm();
                 self.reenter = None;
@@ -238,6 +313,12 @@ impl State<'_> {
         backing.disarm();
         let nested = armed.and_then(|armed| armed.settle(backing, &mut self.model));
         let Some(done) = done else {
+            if backing.take_unwound() == Some(Injected::Deallocate) {
+                // (A panic in `deallocate` is never armed with a nested action.)
+                assert!(nested.is_none(), "a nested action ran in {op:?}");
+                self.after_free_unwound(pool, op);
+                return;
+            }
             // Unwound by the injected panic, which comes before the nested action.
             assert!(
                 nested.is_none(),
@@ -251,7 +332,7 @@ impl State<'_> {
             self.model.verify_all();
             self.check_stats(pool);
             // Still usable: the same operation, with nothing armed.
-            self.step(pool, op);
+            self.step_armed(pool, op);
             return;
         };
         if let Some(n) = &nested {
@@ -300,6 +381,7 @@ impl State<'_> {
                 zeroed,
             } => {
                 let i = self.model.pick(pick)?;
+                self.operand = Some(self.model.blocks()[i].seq);
                 let old = self.model.blocks()[i].fit(fit);
                 let new = if by.is_huge() {
                     by.bytes(MAX_SIZE).max(old)
@@ -321,6 +403,7 @@ impl State<'_> {
                 align,
             } => {
                 let i = self.model.pick(pick)?;
+                self.operand = Some(self.model.blocks()[i].seq);
                 let old = self.model.blocks()[i].fit(fit);
                 let new = layout(keep as usize % (old + 1), align_from(align));
                 let tag = self.tag(new);
@@ -341,12 +424,12 @@ impl State<'_> {
                 self.model.verify_all();
                 let s = pool.stats();
                 assert_eq!(s.empty_pages, 0, "trim leaves no empty page: {s:?}");
-                if self.count(POOLED) == 0 {
+                if self.count(POOLED) + self.lost_pooled() == 0 {
                     assert_eq!(s.pages, 0, "trim with no block in use: {s:?}");
                 }
                 (true, false)
             }
-            Op::FailNext(_) | Op::PanicNext | Op::ReenterNext { .. } => {
+            Op::FailNext(_) | Op::PanicNext | Op::PanicNextFree(_) | Op::ReenterNext { .. } => {
                 unreachable!("handled by step: {op:?}")
             }
         })
@@ -377,12 +460,19 @@ fuzz_target!(|input: Input| {
         model: Model::new(),
         options,
         reenter: None,
+        operand: None,
+        lost: BTreeMap::new(),
+        lost_fallback: 0,
     };
     st.check_stats(&pool);
     for op in &input.ops {
         st.step(&mut pool, op);
     }
+    // A panic in `deallocate` armed by the last operation applies to the drop (the blocks are
+    // freed before, unarmed); the drop may then leak what it had not freed yet.
+    let free_panic = backing.pending_free_panic();
     backing.disarm();
+    backing.disarm_free();
     st.model.verify_all();
     backing.stop_failing();
     while let Some(i) = st.model.pick(0) {
@@ -390,7 +480,19 @@ fuzz_target!(|input: Input| {
         dealloc_op(&pool, &mut st.model, i, size);
     }
     let s = pool.stats();
-    assert_eq!((s.live_blocks(), s.fallback_blocks), (0, 0));
-    drop(pool);
-    assert_eq!(backing.live_blocks(), 0, "the pool leaked");
+    assert_eq!(
+        (s.live_blocks(), s.fallback_blocks),
+        (st.lost_pooled(), st.lost_fallback)
+    );
+    if let Some(skip) = free_panic {
+        backing.panic_in_free(skip);
+    }
+    let dropped = catch_injected(move || drop(pool));
+    backing.disarm_free();
+    if dropped.is_none() {
+        backing.write_off_all();
+    }
+    // No one frees the large blocks lost in an unwind.
+    assert_eq!(backing.live_blocks(), st.lost_fallback, "the pool leaked");
+    backing.write_off_all();
 });

@@ -7,11 +7,13 @@
 //! and dropped in any order (a block keeps living after its handle is dropped, until the arena is
 //! reset); sizes up to 64 KiB and large blocks up to 315 KiB (grown up to 512 KiB), alignments up
 //! to 4096 and now and then a size that must fail; `reset` and `trim` (which need every handle
-//! dropped first), an allocation limit and injected backing failures. `SyncPool`, with a slot
-//! layout and a shard count from the input: the same operations with layouts that fit the slot and
-//! layouts that do not, `reset`, `trim`. Each backing allocator can panic in its next call, or call
-//! back there into what it backs: free a block and allocate one (through a handle or the shared
-//! path; from the pool).
+//! dropped first), an allocation limit and injected backing failures; typed-API fills, through a
+//! handle or the shared path, whose callbacks place blocks in the same arena and then fail.
+//! `SyncPool`, with a slot layout and a shard count from the input: the same operations with
+//! layouts that fit the slot and layouts that do not, `reset`, `trim`. Each backing allocator can
+//! panic in its next call, or call back there into what it backs: free a block and allocate one
+//! (through a handle or the shared path; from the pool); or panic in a `deallocate` call of the
+//! next operation.
 //!
 //! Checked, besides what the block model checks (alignment, length, no overlap, contents, zeroing):
 //! the arena's chunks and large blocks are the blocks the backing allocator holds, and
@@ -24,9 +26,11 @@
 //! match the model, a pooled block is one slot long and the slot freed last is the next one handed
 //! out, the backing allocator holds exactly the slabs, the fallback blocks and at most one
 //! address-map table; a failure changes no statistic and no block, and happens only with a limit,
-//! an injected failure or a huge size; an operation unwound by a backing allocator's panic changes
-//! no statistic (of the arena, a handle or the pool) and no block, and the same operation then runs
-//! normally; a nested request through the shared path, or through a handle other than the one
+//! an injected failure or a huge size; an operation unwound by a backing allocator's panic in
+//! `allocate` changes no statistic (of the arena, a handle or the pool) and no block, and the same
+//! operation then runs normally; after one unwound from a `deallocate`, every block is intact and
+//! the statistics match what the backing allocator holds (but what a reset leaked); a fill returns
+//! exactly its items, and a failed one gives back only its own buffer; a nested request through the shared path, or through a handle other than the one
 //! waiting, is served unless a limit is set, a failure was injected or the size is huge; one
 //! through the waiting handle is served when its piece holds it and refused when it needs a piece;
 //! the pool's nested requests follow `pool_ops`; a nested block is checked like any other
@@ -39,11 +43,13 @@ use std::slice::Iter;
 
 use arbitrary::Arbitrary;
 use arena_pool::{ArenaStats, LocalArena, SyncArena, SyncPool};
+use arena_pool_fuzz::fills::{self, Fill};
 use arena_pool_fuzz::nested::{self, Armed, Plan, Settled};
 use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
 use arena_pool_fuzz::{
-    BACKING_CAP, Backing, GROW_MAX, Model, Size, align_from, alloc_op, dealloc_op, grow_op,
-    ignore_injected_panics, layout, run_catching, shrink_op,
+    BACKING_CAP, Backing, GROW_MAX, Injected, Model, Size, align_from, alloc_op,
+    assert_unwound_unchanged, catch_injected, dealloc_op, grow_op, ignore_injected_panics, layout,
+    run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -97,6 +103,12 @@ enum Op {
         pick: u16,
         fit: u8,
     },
+    /// A typed-API fill through the handle in slot `via % 4 - 1` if there is one, else through
+    /// `&SyncArena`, whose callbacks place blocks in the same arena.
+    Fill {
+        via: u8,
+        fill: Fill,
+    },
     /// `SyncArena::local` into slot `k % 3`, if it is empty.
     NewLocal(u8),
     /// Drops the handle of slot `k % 3`.
@@ -111,6 +123,10 @@ enum Op {
     FailNext(u8),
     /// The arena's next backing allocation panics (with `InjectedPanic`).
     PanicNext,
+    /// In the next operation (`Reset`, `Trim` and the drop at the end of the input included), the
+    /// arena's backing `deallocate` call after `n % 4` others panics (with `InjectedPanic`) before
+    /// freeing the block.
+    PanicNextFree(u8),
     /// The arena's next backing allocation, if the next operation makes one, first frees block
     /// `free` (pick, fit, among the blocks of the allocator it uses; chosen when that operation
     /// starts), then allocates `size` / `align` through the handle in slot `via % 4 - 1` if there
@@ -135,6 +151,7 @@ impl Op {
                 | Op::Grow { .. }
                 | Op::Shrink { .. }
                 | Op::Dealloc { .. }
+                | Op::Fill { .. }
                 | Op::FailNext(_)
                 | Op::PanicNext
                 | Op::ReenterNext { .. }
@@ -160,6 +177,9 @@ struct ArenaState<'b> {
     just_reset: bool,
     /// What `ReenterNext` asked for, until the next operation (which arms it).
     reenter: Option<Reenter>,
+    /// The block the operation works on (its sequence number), which leaves the model if the
+    /// operation unwinds from a backing `deallocate`.
+    operand: Option<u64>,
 }
 
 impl ArenaState<'_> {
@@ -226,8 +246,9 @@ impl ArenaState<'_> {
         );
     }
 
-    /// Forgets an injected panic or a nested action still pending: before an operation that
-    /// does not go through [`step`](Self::step), and at the end of a phase.
+    /// Forgets an injected panic in `allocate` or a nested action still pending: before an
+    /// operation that does not go through [`step`](Self::step), and at the end of a phase (a
+    /// `deallocate` panic stays armed for the operation about to run).
     fn disarm(&mut self) {
         self.backing.disarm();
         self.reenter = None;
@@ -244,10 +265,10 @@ impl ArenaState<'_> {
         let slot = (via % 4).checked_sub(1).map(usize::from);
         let handle = slot.and_then(|k| handles[k].as_ref().map(|h| (k, h)));
         let tag = handle.map_or(SHARED, |(k, _)| LOCAL + k as u8);
-        // The block to free: one of the same allocator's.
+        // The block to free: one of the same allocator's (not a typed one).
         let free = free.and_then(|(k, fit)| {
             let mine: Vec<usize> = (0..self.model.len())
-                .filter(|&i| self.model.blocks()[i].tag == tag)
+                .filter(|&i| self.model.blocks()[i].tag == tag && !self.model.blocks()[i].typed)
                 .collect();
             let i = *mine.get(usize::from(k) % mine.len().max(1))?;
             let b = self.model.remove(i);
@@ -331,9 +352,12 @@ impl ArenaState<'_> {
             _ => {}
         }
         self.just_reset = false;
+        let _ = self.backing.take_unwound();
+        self.operand = None;
         let armed = self.reenter.take().map(|r| self.arm(arena, handles, r));
         let before = arena.stats();
         let handle_stats = handles.each_ref().map(|h| h.as_ref().map(|h| h.stats()));
+        let seq_before = self.model.next_seq();
         let may_fail = self.limit.is_some() || self.backing.failing();
         let backing = self.backing;
         let done = run_catching(backing, || self.apply(arena, handles, op, &before));
@@ -341,21 +365,32 @@ impl ArenaState<'_> {
         let nested =
             armed.and_then(|(armed, tag)| Some((armed.settle(backing, &mut self.model)?, tag)));
         let Some(done) = done else {
+            if backing.take_unwound() == Some(Injected::Deallocate) {
+                // (A panic in `deallocate` is never armed with a nested action.) The block the
+                // operation worked on is given up or moved; the others are intact.
+                assert!(nested.is_none(), "a nested action ran in {op:?}");
+                if let Some(i) = self.operand.take().and_then(|seq| self.model.find_seq(seq)) {
+                    self.model.remove(i);
+                }
+                self.model.verify_all();
+                self.check_stats(arena, handles);
+                return;
+            }
             // Unwound by the injected panic, which comes before the nested action.
             assert!(
                 nested.is_none(),
                 "the nested action ran in a call that panicked"
             );
-            assert_eq!(
-                arena.stats(),
-                before,
-                "{op:?}, unwound by the backing allocator, changed the arena"
-            );
-            assert_eq!(
-                handles.each_ref().map(|h| h.as_ref().map(|h| h.stats())),
-                handle_stats,
-                "{op:?}, unwound by the backing allocator, changed a handle"
-            );
+            // (A fill keeps the blocks its callbacks placed before the panic.)
+            if self.model.next_seq() == seq_before {
+                let fill = matches!(op, Op::Fill { .. });
+                assert_unwound_unchanged(&before, &arena.stats(), fill, op);
+                for (h, s) in handles.iter().zip(&handle_stats) {
+                    if let (Some(h), Some(s)) = (h, s) {
+                        assert_unwound_unchanged(s, &h.stats(), fill, op);
+                    }
+                }
+            }
             self.model.verify_all();
             self.check_stats(arena, handles);
             // Still usable: the same operation, with nothing armed.
@@ -452,8 +487,9 @@ impl ArenaState<'_> {
                 align,
                 zeroed,
             } => {
-                let i = m.pick(pick)?;
+                let i = m.pick_untyped(pick)?;
                 let b = m.blocks()[i];
+                self.operand = Some(b.seq);
                 let old = b.fit(fit);
                 let new = if by.is_huge() {
                     by.bytes(MAX_SIZE).max(old)
@@ -477,8 +513,9 @@ impl ArenaState<'_> {
                 keep,
                 align,
             } => {
-                let i = m.pick(pick)?;
+                let i = m.pick_untyped(pick)?;
                 let b = m.blocks()[i];
+                self.operand = Some(b.seq);
                 let old = b.fit(fit);
                 let new = layout(keep as usize % (old + 1), align_from(align));
                 let r = match b.tag {
@@ -492,7 +529,7 @@ impl ArenaState<'_> {
                 (b.tag, r.is_some(), false)
             }
             Op::Dealloc { pick, fit } => {
-                let i = m.pick(pick)?;
+                let i = m.pick_untyped(pick)?;
                 let b = m.blocks()[i];
                 let size = b.fit(fit);
                 match b.tag {
@@ -513,6 +550,33 @@ impl ArenaState<'_> {
                 }
                 (b.tag, true, false)
             }
+            Op::Fill { via, fill } => {
+                let may_fail = self.limit.is_some() || self.backing.failing();
+                let slot = (via % 4).checked_sub(1).map(usize::from);
+                match slot.and_then(|k| handles[k].as_ref().map(|h| (k, h))) {
+                    Some((k, h)) => {
+                        let tag = LOCAL + k as u8;
+                        let room = || (h.used_bytes(), h.chunk_capacity());
+                        let env = fills::Env {
+                            backing: self.backing,
+                            may_fail,
+                            room: Some(&room),
+                        };
+                        fills::run(h, m, tag, &fill, &env);
+                        (tag, true, false)
+                    }
+                    None => {
+                        // The shared path keeps the padding before a block it gives back.
+                        let env = fills::Env {
+                            backing: self.backing,
+                            may_fail,
+                            room: None,
+                        };
+                        fills::run(arena, m, SHARED, &fill, &env);
+                        (SHARED, true, false)
+                    }
+                }
+            }
             _ => unreachable!("not an allocator operation: {op:?}"),
         })
     }
@@ -526,7 +590,12 @@ impl ArenaState<'_> {
     ) {
         let Some(h) = handles[k].take() else { return };
         let before = arena.stats();
-        drop(h);
+        // It calls no backing allocator: a `deallocate` panic armed must not fire.
+        let dropped = catch_injected(move || drop(h));
+        assert!(
+            dropped.is_some(),
+            "dropping a handle called the backing allocator's deallocate"
+        );
         self.model.retag(LOCAL + k as u8, ORPHAN);
         let after = arena.stats();
         assert_eq!(
@@ -568,9 +637,15 @@ fn shared_phase(
             pool.disarm();
         }
         match *op {
+            // `run` resets or trims, after the handles are dropped, under the `deallocate` panic
+            // armed for it.
             Op::Reset | Op::Trim => {
                 next = Some(*op);
                 break;
+            }
+            Op::PanicNextFree(n) => {
+                st.backing.panic_in_free(u32::from(n % 4));
+                continue;
             }
             Op::NewLocal(k) => {
                 let k = usize::from(k) % HANDLES;
@@ -595,10 +670,13 @@ fn shared_phase(
             | Op::Grow { .. }
             | Op::Shrink { .. }
             | Op::Dealloc { .. }
+            | Op::Fill { .. }
             | Op::FailNext(_)
             | Op::PanicNext
             | Op::ReenterNext { .. } => st.step(arena, &handles, op),
         }
+        // A `deallocate` panic is armed for one operation.
+        st.backing.disarm_free();
     }
     st.disarm();
     pool.disarm();
@@ -618,35 +696,58 @@ fn run(
     let mut ops = ops.iter();
     while let Some(op) = shared_phase(arena, &mut ops, st, pool) {
         let before = arena.stats();
+        let backing = st.backing;
         match op {
             Op::Reset => {
-                arena.reset();
+                let done = run_catching(backing, || arena.reset());
                 st.model.clear();
-                st.just_reset = true;
                 let after = arena.stats();
-                assert_eq!(after.used_bytes, 0, "{after:?}");
-                // Reset keeps at most one chunk (none when the chunk a renewal takes is refused:
-                // an injected failure, or the limit) and frees every large block.
-                assert!(after.chunks <= 1, "{before:?} -> {after:?}");
-                assert_eq!(after.large_blocks, 0, "{after:?}");
-                // (The chunk kept may be one renewed for the cycle's need, large blocks included:
-                // larger than what is held at the reset when the cycle freed a large block. The
-                // limit bounds it, which `check_stats` checks.)
+                if done.is_none() {
+                    // Unwound from a backing `deallocate`: what it had not given back yet may
+                    // be leaked (written off).
+                    assert_eq!(backing.take_unwound(), Some(Injected::Deallocate));
+                    st.just_reset = false;
+                    let leaked = backing
+                        .live_blocks()
+                        .checked_sub(after.chunks + after.large_blocks);
+                    let leaked_bytes = backing
+                        .live_bytes()
+                        .checked_sub(after.allocated_bytes_including_metadata);
+                    let (Some(blocks), Some(bytes)) = (leaked, leaked_bytes) else {
+                        panic!(
+                            "after a reset that unwound, the arena counts blocks the backing allocator does not hold: {after:?}"
+                        );
+                    };
+                    backing.write_off(blocks, bytes);
+                } else {
+                    st.just_reset = true;
+                    assert_eq!(after.used_bytes, 0, "{after:?}");
+                    // Reset keeps at most one chunk (none when the chunk a renewal takes is
+                    // refused: an injected failure, or the limit) and frees every large block.
+                    assert!(after.chunks <= 1, "{before:?} -> {after:?}");
+                    assert_eq!(after.large_blocks, 0, "{after:?}");
+                    // (The chunk kept may be one renewed for the cycle's need, large blocks
+                    // included: larger than what is held at the reset when the cycle freed a
+                    // large block. The limit bounds it, which `check_stats` checks.)
+                }
             }
             Op::Trim => {
-                arena.trim();
+                let done = run_catching(backing, || arena.trim());
                 let after = arena.stats();
                 assert_eq!(
                     after.used_bytes, before.used_bytes,
                     "trim freed used memory"
                 );
-                if st.just_reset {
+                if done.is_none() {
+                    assert_eq!(backing.take_unwound(), Some(Injected::Deallocate));
+                } else if st.just_reset {
                     assert!(after.chunks <= 1, "trim after reset kept {after:?}");
                 }
                 st.model.verify_all();
             }
             _ => unreachable!("shared_phase returns only Reset and Trim"),
         }
+        backing.disarm_free();
         st.check_stats(arena, &[None, None, None]);
     }
 }
@@ -682,11 +783,18 @@ fuzz_target!(|input: Input| {
         bound: None,
         just_reset: false,
         reenter: None,
+        operand: None,
     };
     st.check_stats(&arena, &[None, None, None]);
     run(&mut arena, &input.ops, &mut st, &mut pool);
     st.model.verify_all();
-    drop(arena);
+    // A `deallocate` panic armed by the last operation applies to the drop, which may then leak
+    // what it had not given back yet.
+    let dropped = catch_injected(move || drop(arena));
+    arena_backing.disarm_free();
+    if dropped.is_none() {
+        arena_backing.write_off_all();
+    }
     assert_eq!(arena_backing.live_blocks(), 0, "the arena leaked chunks");
     pool.finish();
 });

@@ -1,8 +1,15 @@
 //! What the allocator fuzz targets share: [`Backing`], a backing allocator that checks how it is
-//! used and fails, panics or calls back into the allocator it backs on request, [`Model`], the
-//! live blocks with their byte patterns, [`nested`], the action a re-entrant `Backing` runs, and
-//! [`pool_checker`], the slot-pool operations and checks of `pool_ops` and `sync_ops`.
+//! used and fails, panics (in `allocate` or in `deallocate`) or calls back into the allocator it
+//! backs on request, [`Model`], the live blocks with their byte patterns, [`nested`], the action a
+//! re-entrant `Backing` runs, [`fills`], the typed-API fills whose callbacks place blocks in the
+//! arena they fill, and [`pool_checker`], the slot-pool operations and checks of `pool_ops` and
+//! `sync_ops`.
 
+// `cfg(sanitize = "address")`: the blocks whose `deallocate` unwound are poisoned for
+// AddressSanitizer (which `cargo fuzz` builds with by default). The targets build on nightly only.
+#![feature(cfg_sanitize)]
+
+pub mod fills;
 pub mod nested;
 pub mod pool_checker;
 
@@ -26,10 +33,20 @@ const FRESH: u8 = 0xA5;
 /// garbage even without a sanitizer.
 const FREED: u8 = 0xDD;
 
-/// The payload of the panic [`Backing`] injects after [`panic_next`](Backing::panic_next): a
-/// type of its own, so that no other panic can be mistaken for it.
+/// The payload of the panic [`Backing`] injects after [`panic_next`](Backing::panic_next) or
+/// [`panic_in_free`](Backing::panic_in_free), and of the panics the fills' callbacks raise (see
+/// [`fills`]): a type of its own, so that no other panic can be mistaken for it.
 #[derive(Debug)]
 pub struct InjectedPanic;
+
+/// Which call of [`Backing`] raised the injected panic that unwound last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injected {
+    /// `allocate` (after [`panic_next`](Backing::panic_next)).
+    Allocate,
+    /// `deallocate` (after [`panic_in_free`](Backing::panic_in_free)).
+    Deallocate,
+}
 
 /// Makes the panic hook ignore [`InjectedPanic`], once per process: libfuzzer-sys's hook aborts
 /// on every panic (so that a crash is reported before unwinding), and stays in charge of every
@@ -46,12 +63,19 @@ pub fn ignore_injected_panics() {
     });
 }
 
-/// Runs `f`, under `catch_unwind` when `backing` has a panic armed: `None` when `f` unwound with
-/// [`InjectedPanic`]. Any other panic goes on unwinding (the hook has aborted already).
+/// Runs `f`, under `catch_unwind` when `backing` has a panic armed (in `allocate` or in
+/// `deallocate`): `None` when `f` unwound with [`InjectedPanic`] ([`Backing::take_unwound`] says
+/// which call raised it). Any other panic goes on unwinding (the hook has aborted already).
 pub fn run_catching<R>(backing: &Backing, f: impl FnOnce() -> R) -> Option<R> {
-    if !backing.panic_armed() {
+    if !backing.panic_armed() && !backing.free_panic_armed() {
         return Some(f());
     }
+    catch_injected(f)
+}
+
+/// Runs `f` under `catch_unwind`: `None` when it unwound with [`InjectedPanic`]. Any other panic
+/// goes on unwinding.
+pub fn catch_injected<R>(f: impl FnOnce() -> R) -> Option<R> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => Some(r),
         Err(payload) if payload.is::<InjectedPanic>() => None,
@@ -79,11 +103,36 @@ struct Held {
 /// It can also panic in its next `allocate` call ([`panic_next`](Backing::panic_next)), or run
 /// an action there before it allocates ([`run_inside_next`](Backing::run_inside_next)); the
 /// action is taken out before it runs, so it may call this allocator again.
+///
+/// And it can panic in a `deallocate` call ([`panic_in_free`](Backing::panic_in_free)), once it
+/// has checked the block and before freeing it. The caller gave the block up with that call, so
+/// the block is *given up*: it no longer counts among the blocks held ([`live_blocks`]
+/// (Backing::live_blocks)), its bytes are overwritten with the freed fill and poisoned for
+/// AddressSanitizer (any later access by the allocator is reported as a use after poison), a
+/// second `deallocate` of it is reported as a double free, and `Backing` frees it itself when it
+/// is dropped, at the end of the input. So the final "holds nothing" check still covers every
+/// block that was not involved. `grow`, `grow_zeroed` and `shrink` (a new block, a copy, the
+/// old block freed) never raise this panic: only a `deallocate` call from the allocator does.
+///
+/// Blocks an allocator may leak when a `deallocate` unwinds (in a drop, or a reset that renews its
+/// chunk) are *written off* by the target ([`write_off`](Backing::write_off)): no longer counted
+/// by [`live_blocks`](Backing::live_blocks) and [`live_bytes`](Backing::live_bytes), and freed
+/// when `Backing` is dropped.
 #[derive(Default)]
 pub struct Backing {
     blocks: RefCell<HashMap<usize, Held>>,
+    /// The blocks whose `deallocate` unwound.
+    given_up: RefCell<HashMap<usize, Held>>,
+    /// Blocks and bytes of `blocks` the target wrote off.
+    written_off: Cell<(usize, usize)>,
     fail: Cell<u32>,
     panic: Cell<bool>,
+    /// `Some(n)`: the `deallocate` call after the next `n` panics.
+    panic_free: Cell<Option<u32>>,
+    /// The injected panic that unwound last, until taken.
+    unwound: Cell<Option<Injected>>,
+    /// `allocate` calls so far (those that panicked or failed included).
+    allocs: Cell<u64>,
     nested: RefCell<Option<NestedAction>>,
 }
 
@@ -113,9 +162,47 @@ impl Backing {
         self.panic.set(true);
     }
 
-    /// Whether an injected panic is pending.
+    /// Whether an injected panic in `allocate` is pending.
     pub fn panic_armed(&self) -> bool {
         self.panic.get()
+    }
+
+    /// The `deallocate` call after the next `skip` ones panics with [`InjectedPanic`] (0: the
+    /// next one), before it frees the block, which is then given up (see [`Backing`]).
+    pub fn panic_in_free(&self, skip: u32) {
+        self.panic_free.set(Some(skip));
+    }
+
+    /// Whether an injected panic in `deallocate` is pending.
+    pub fn free_panic_armed(&self) -> bool {
+        self.panic_free.get().is_some()
+    }
+
+    /// The pending injected panic in `deallocate`, if one is: how many calls it lets through.
+    pub fn pending_free_panic(&self) -> Option<u32> {
+        self.panic_free.get()
+    }
+
+    /// Forgets a pending injected panic in `deallocate`.
+    pub fn disarm_free(&self) {
+        self.panic_free.set(None);
+    }
+
+    /// Which call raised the injected panic that unwound last, if one did since the last call;
+    /// forgets it.
+    pub fn take_unwound(&self) -> Option<Injected> {
+        self.unwound.take()
+    }
+
+    /// Which call raised the injected panic that unwound last, if one did since the last
+    /// [`take_unwound`](Backing::take_unwound).
+    pub fn unwound(&self) -> Option<Injected> {
+        self.unwound.get()
+    }
+
+    /// `allocate` calls so far.
+    pub fn allocs(&self) -> u64 {
+        self.allocs.get()
     }
 
     /// The next `allocate` call runs `f` (after an injected panic, if one is pending; before an
@@ -129,7 +216,8 @@ impl Backing {
         self.nested.borrow().is_some()
     }
 
-    /// Forgets a pending injected panic and a pending action (which then never runs).
+    /// Forgets a pending injected panic in `allocate` and a pending action (which then never
+    /// runs); a pending panic in `deallocate` stays (see [`disarm_free`](Backing::disarm_free)).
     pub fn disarm(&self) {
         self.panic.set(false);
         self.disarm_nested();
@@ -141,14 +229,140 @@ impl Backing {
         drop(pending);
     }
 
-    /// Blocks handed out and not given back.
+    /// Blocks handed out and not given back, but those written off.
     pub fn live_blocks(&self) -> usize {
-        self.blocks.borrow().len()
+        self.blocks
+            .borrow()
+            .len()
+            .checked_sub(self.written_off.get().0)
+            .expect("backing: a block written off as leaked was given back")
     }
 
-    /// Bytes (returned lengths) of the blocks handed out and not given back.
+    /// Bytes (returned lengths) of the blocks handed out and not given back, but those written
+    /// off.
     pub fn live_bytes(&self) -> usize {
-        self.blocks.borrow().values().map(|h| h.len).sum()
+        self.blocks
+            .borrow()
+            .values()
+            .map(|h| h.len)
+            .sum::<usize>()
+            .checked_sub(self.written_off.get().1)
+            .expect("backing: a block written off as leaked was given back")
+    }
+
+    /// Blocks whose `deallocate` unwound (given up; see [`Backing`]).
+    pub fn given_up_blocks(&self) -> usize {
+        self.given_up.borrow().len()
+    }
+
+    /// Stops counting `blocks` blocks of `bytes` bytes among those held: blocks the allocator
+    /// leaked when a `deallocate` unwound (see [`Backing`]); they are freed when `Backing` is
+    /// dropped.
+    pub fn write_off(&self, blocks: usize, bytes: usize) {
+        let (b, n) = self.written_off.get();
+        self.written_off.set((b + blocks, n + bytes));
+        // Checks that they were held.
+        let _ = (self.live_blocks(), self.live_bytes());
+    }
+
+    /// Writes off every block held (after a drop that unwound).
+    pub fn write_off_all(&self) {
+        self.write_off(self.live_blocks(), self.live_bytes());
+    }
+
+    /// Checks that `ptr` / `layout` is a block held and takes it out of the record.
+    fn take(&self, ptr: NonNull<u8>, layout: Layout) -> Held {
+        let held = self.blocks.borrow_mut().remove(&ptr.addr().get());
+        let Some(held) = held else {
+            if self.given_up.borrow().contains_key(&ptr.addr().get()) {
+                panic!(
+                    "backing: deallocate({ptr:p}, {layout:?}) of a block whose deallocate unwound before: the allocator had given it up"
+                );
+            }
+            panic!("backing: deallocate({ptr:p}, {layout:?}) of a block it does not hold");
+        };
+        assert_eq!(
+            layout.align(),
+            held.align,
+            "backing: {ptr:p} freed with another alignment"
+        );
+        assert!(
+            held.size <= layout.size() && layout.size() <= held.len,
+            "backing: {ptr:p} ({held:?}) freed with size {}",
+            layout.size()
+        );
+        held
+    }
+
+    /// Frees a block taken out of the record.
+    ///
+    /// # Safety
+    /// `held` describes the block at `ptr`, which came from `Global` and is not used again.
+    unsafe fn free(ptr: NonNull<u8>, held: Held) {
+        // SAFETY: the block is live and `held.len` bytes long; it came from `Global` with this
+        // layout, which was valid then.
+        unsafe {
+            ptr.as_ptr().write_bytes(FREED, held.len);
+            Global.deallocate(ptr, Layout::from_size_align_unchecked(held.len, held.align));
+        }
+    }
+}
+
+impl Drop for Backing {
+    /// Frees the blocks given up by a `deallocate` that unwound and those written off (the
+    /// targets check, before, that nothing else is held).
+    fn drop(&mut self) {
+        for (addr, held) in self.given_up.get_mut().drain() {
+            let p = NonNull::new(addr as *mut u8).expect("a block's address");
+            // SAFETY: poisoned when it was given up, and ours alone since.
+            unsafe {
+                asan::unpoison(p, held.len);
+                Backing::free(p, held);
+            }
+        }
+        for (addr, held) in self.blocks.get_mut().drain() {
+            let p = NonNull::new(addr as *mut u8).expect("a block's address");
+            // SAFETY: a block of `Global` that the allocator it backed no longer uses (it is
+            // gone: it borrowed this allocator).
+            unsafe { Backing::free(p, held) };
+        }
+    }
+}
+
+/// Poisoning for AddressSanitizer, where the build has it.
+mod asan {
+    use std::ptr::NonNull;
+
+    #[cfg(sanitize = "address")]
+    unsafe extern "C" {
+        fn __asan_poison_memory_region(addr: *const u8, size: usize);
+        fn __asan_unpoison_memory_region(addr: *const u8, size: usize);
+    }
+
+    /// Marks `len` bytes at `p` as not to be accessed.
+    ///
+    /// # Safety
+    /// `p` is a block of at least `len` bytes that no one may access until it is unpoisoned.
+    #[allow(unused_variables)]
+    pub unsafe fn poison(p: NonNull<u8>, len: usize) {
+        #[cfg(sanitize = "address")]
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            __asan_poison_memory_region(p.as_ptr(), len)
+        };
+    }
+
+    /// Undoes [`poison`].
+    ///
+    /// # Safety
+    /// `p` is a block of at least `len` bytes.
+    #[allow(unused_variables)]
+    pub unsafe fn unpoison(p: NonNull<u8>, len: usize) {
+        #[cfg(sanitize = "address")]
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            __asan_unpoison_memory_region(p.as_ptr(), len)
+        };
     }
 }
 
@@ -157,7 +371,9 @@ impl Backing {
 // only adds checks.
 unsafe impl Allocator for Backing {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.allocs.set(self.allocs.get() + 1);
         if self.panic.replace(false) {
+            self.unwound.set(Some(Injected::Allocate));
             std::panic::panic_any(InjectedPanic);
         }
         // Taken out before it runs (and the borrow released), so that it may call us again.
@@ -197,26 +413,115 @@ unsafe impl Allocator for Backing {
         if layout.size() == 0 {
             return;
         }
-        let Some(held) = self.blocks.borrow_mut().remove(&ptr.addr().get()) else {
-            panic!("backing: deallocate({ptr:p}, {layout:?}) of a block it does not hold");
-        };
-        assert_eq!(
-            layout.align(),
-            held.align,
-            "backing: {ptr:p} freed with another alignment"
-        );
-        assert!(
-            held.size <= layout.size() && layout.size() <= held.len,
-            "backing: {ptr:p} ({held:?}) freed with size {}",
-            layout.size()
-        );
-        // SAFETY: the block is live and `held.len` bytes long; it came from `Global` with this
-        // layout, which was valid then.
-        unsafe {
-            ptr.as_ptr().write_bytes(FREED, held.len);
-            Global.deallocate(ptr, Layout::from_size_align_unchecked(held.len, held.align));
+        let held = self.take(ptr, layout);
+        if let Some(skip) = self.panic_free.get() {
+            if skip > 0 {
+                self.panic_free.set(Some(skip - 1));
+            } else {
+                self.panic_free.set(None);
+                // Given up: garbage, poisoned, and freed at the end.
+                // SAFETY: the block is live and `held.len` bytes long; the caller gave it up.
+                unsafe {
+                    ptr.as_ptr().write_bytes(FREED, held.len);
+                    asan::poison(ptr, held.len);
+                }
+                self.given_up.borrow_mut().insert(ptr.addr().get(), held);
+                self.unwound.set(Some(Injected::Deallocate));
+                std::panic::panic_any(InjectedPanic);
+            }
         }
+        // SAFETY: taken out of the record just now; the caller gives it up.
+        unsafe { Backing::free(ptr, held) };
     }
+
+    // A resize is a new block, a copy and the old block freed, as the trait's default methods
+    // do, but the old block is freed without the injected `deallocate` panic: only a
+    // `deallocate` call of the allocator raises that.
+
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize(ptr, old, new, false) }
+    }
+
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize(ptr, old, new, true) }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize(ptr, old, new, false) }
+    }
+}
+
+impl Backing {
+    /// `grow`, `grow_zeroed` (with `zeroed`) and `shrink`: a new block through `allocate` (so
+    /// an injected failure, panic or action applies), the bytes kept copied, the old block freed.
+    ///
+    /// # Safety
+    /// The `Allocator::grow`/`shrink` contract.
+    unsafe fn resize(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        zeroed: bool,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let q = self.allocate(new)?;
+        let p = q.cast::<u8>();
+        let keep = old.size().min(new.size());
+        // SAFETY: both blocks hold at least `keep` bytes and are distinct (the old one is still
+        // held); the new one is `q.len()` bytes long.
+        unsafe {
+            std::ptr::copy_nonoverlapping(ptr.as_ptr(), p.as_ptr(), keep);
+            if zeroed {
+                p.as_ptr().add(keep).write_bytes(0, q.len() - keep);
+            }
+        }
+        if old.size() != 0 {
+            let held = self.take(ptr, old);
+            // SAFETY: the caller gives the old block up.
+            unsafe { Backing::free(ptr, held) };
+        }
+        Ok(q)
+    }
+}
+
+/// Checks that an arena's statistics after an operation that a backing allocator's panic in
+/// `allocate` unwound are those before it: all of them, or, for a typed fill (`fill`), all but
+/// `used_bytes` (and `chunk_capacity`, which follows it), which may keep less than the largest
+/// alignment of a fill's element (64) of padding: the fills that do not rewind their padding keep
+/// it, and so does a `SyncArena`'s shared path.
+pub fn assert_unwound_unchanged(
+    before: &arena_pool::ArenaStats,
+    after: &arena_pool::ArenaStats,
+    fill: bool,
+    what: &dyn std::fmt::Debug,
+) {
+    let mut after = *after;
+    if fill && after.used_bytes >= before.used_bytes && after.used_bytes < before.used_bytes + 64 {
+        after.chunk_capacity += after.used_bytes - before.used_bytes;
+        after.used_bytes = before.used_bytes;
+    }
+    assert_eq!(
+        &after, before,
+        "{what:?}, unwound by the backing allocator, changed the arena"
+    );
 }
 
 /// A requested size, as the fuzzer picks it.
@@ -296,8 +601,19 @@ pub struct Block {
     pub pat: u8,
     /// When it was (re)allocated: a strictly increasing number.
     pub seq: u64,
+    /// When it was made: its `seq`, unless the target says a resize kept it in its place (a
+    /// large block of an arena), or it was made before it entered the model (`into_slice`).
+    /// A scope's exit frees the blocks made since it began.
+    pub born: u64,
+    /// When it was made or last resized through the `Allocator` methods: its `seq` unless it was
+    /// made before it entered the model. A restored checkpoint frees the blocks touched since it
+    /// was taken.
+    pub touched: u64,
     /// What the target wants to remember about it (e.g. which path served it).
     pub tag: u8,
+    /// Placed through the typed API (`BumpAlloc`): never resized or freed on its own, only with
+    /// everything else (reset, scope exit, restore).
+    pub typed: bool,
 }
 
 impl Block {
@@ -425,9 +741,59 @@ impl Model {
             align,
             pat,
             seq,
+            born: seq,
+            touched: seq,
             tag,
+            typed: false,
         });
         self.blocks.len() - 1
+    }
+
+    /// [`insert`](Model::insert) of a block placed through the typed API (see [`Block::typed`]).
+    pub fn insert_typed(&mut self, ptr: NonNull<u8>, len: usize, layout: Layout, tag: u8) -> usize {
+        let i = self.insert(ptr, len, layout, tag);
+        self.blocks[i].typed = true;
+        i
+    }
+
+    /// Takes a sequence number for a block made now that enters the model later (see
+    /// [`set_stamps`](Model::set_stamps)).
+    pub fn take_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq - 1
+    }
+
+    /// Sets when block `i` was made and last touched (see [`Block::born`], [`Block::touched`]).
+    pub fn set_stamps(&mut self, i: usize, born: u64, touched: u64) {
+        let b = &mut self.blocks[i];
+        assert!(born <= touched && touched <= b.seq);
+        b.born = born;
+        b.touched = touched;
+    }
+
+    /// Sets the tag of block `i`.
+    pub fn set_tag(&mut self, i: usize, tag: u8) {
+        self.blocks[i].tag = tag;
+    }
+
+    /// The index of a live block that was not placed through the typed API, chosen by `sel`.
+    pub fn pick_untyped(&self, sel: u16) -> Option<usize> {
+        let n = self.blocks.iter().filter(|b| !b.typed).count();
+        if n == 0 {
+            return None;
+        }
+        let k = sel as usize % n;
+        self.blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.typed)
+            .nth(k)
+            .map(|(i, _)| i)
+    }
+
+    /// The index of the live block with sequence number `seq`, if there is one.
+    pub fn find_seq(&self, seq: u64) -> Option<usize> {
+        self.blocks.iter().position(|b| b.seq == seq)
     }
 
     /// Puts back a block [`remove`](Model::remove)d earlier and still live, unchanged (same
@@ -467,11 +833,21 @@ impl Model {
         }
     }
 
-    /// Forgets every block with `seq >= since` (freed by a scope exit or a checkpoint restore).
+    /// Forgets every block touched at or after `since` (made, grown or shrunk since: what a
+    /// checkpoint's restore may free).
     pub fn forget_since(&mut self, since: u64) {
+        self.forget_where(|b| b.touched >= since);
+    }
+
+    /// Forgets every block made at or after `since` (what a scope's exit frees).
+    pub fn forget_made_since(&mut self, since: u64) {
+        self.forget_where(|b| b.born >= since);
+    }
+
+    fn forget_where(&mut self, f: impl Fn(&Block) -> bool) {
         let mut i = 0;
         while i < self.blocks.len() {
-            if self.blocks[i].seq >= since {
+            if f(&self.blocks[i]) {
                 self.remove(i);
             } else {
                 i += 1;

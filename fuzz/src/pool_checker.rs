@@ -1,7 +1,8 @@
 //! The slot-pool operations and their checks, shared by `pool_ops` (`Pool`) and `sync_ops`
 //! (`SyncPool` on one thread): [`PoolOp`]s run through the `Allocator` trait against the block
 //! model, with the pool's statistics checked after each one. The backing allocator may be armed
-//! to panic in its next call, or to call back into the pool there (see [`crate::nested`]).
+//! to panic in its next call, or to call back into the pool there (see [`crate::nested`]), or to
+//! panic in a `deallocate` call of the next operation.
 
 use std::ptr::NonNull;
 
@@ -11,8 +12,8 @@ use arena_pool::{Pool, PoolStats, SyncPool};
 
 use crate::nested::{self, Plan, Reentrant, Settled};
 use crate::{
-    BACKING_CAP, Backing, Block, Model, Size, align_from, alloc_op, dealloc_op, grow_op, layout,
-    run_catching, shrink_op,
+    BACKING_CAP, Backing, Block, Injected, Model, Size, align_from, alloc_op, catch_injected,
+    dealloc_op, grow_op, layout, run_catching, shrink_op,
 };
 
 /// Largest ordinary request that does not fit the slot.
@@ -61,6 +62,9 @@ pub enum PoolOp {
     FailNext(u8),
     /// The pool's next backing allocation panics (with `InjectedPanic`).
     PanicNext,
+    /// In the next operation, the pool's backing `deallocate` call after `n % 4` others panics
+    /// (with `InjectedPanic`) before freeing the block; at the end of the input, the pool's drop.
+    PanicNextFree(u8),
     /// The pool's next backing allocation, if the next operation makes one, first frees block
     /// `free` (pick, fit; chosen when that operation starts), then allocates `size` / `align`
     /// from the pool.
@@ -124,6 +128,14 @@ pub struct PoolChecker<'b, P> {
     last_freed: Option<NonNull<u8>>,
     /// What `ReenterNext` asked for, until the next operation (which arms it).
     reenter: Option<Reenter>,
+    /// The block the operation works on (its sequence number), which leaves the model if the
+    /// operation unwinds from a backing `deallocate`.
+    operand: Option<u64>,
+    /// Slots and fallback blocks handed out by an operation that unwound from a backing
+    /// `deallocate` after taking them (a grow or shrink that moved the block): the pool counts
+    /// them in use, and no one will free them (the slots until a reset).
+    lost_pooled: usize,
+    lost_fallback: usize,
 }
 
 impl<'b, P: SlotPool> PoolChecker<'b, P> {
@@ -143,6 +155,9 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
             slot_align,
             last_freed: None,
             reenter: None,
+            operand: None,
+            lost_pooled: 0,
+            lost_fallback: 0,
         };
         checker.check_stats();
         checker
@@ -197,9 +212,17 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
         assert_eq!(s.slot_size, self.slot);
         assert_eq!(s.slot_align, self.slot_align);
         assert_eq!(self.pool.slot_size(), self.slot);
-        assert_eq!(self.pool.in_use(), self.count(POOLED), "{s:?}");
+        assert_eq!(
+            self.pool.in_use(),
+            self.count(POOLED) + self.lost_pooled,
+            "{s:?}"
+        );
         assert_eq!(s.in_use, self.pool.in_use());
-        assert_eq!(s.fallback_blocks, self.count(FALLBACK), "{s:?}");
+        assert_eq!(
+            s.fallback_blocks,
+            self.count(FALLBACK) + self.lost_fallback,
+            "{s:?}"
+        );
         assert!(s.capacity >= s.in_use, "{s:?}");
         assert_eq!(self.pool.capacity(), s.capacity);
         let others = self.backing.live_blocks() - s.slabs - s.fallback_blocks;
@@ -209,11 +232,48 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
         );
     }
 
-    /// Forgets an injected panic or a nested action still pending: before an operation that
-    /// does not go through [`step`](Self::step), and at the end.
+    /// Forgets an injected panic (in `allocate` or `deallocate`) or a nested action still
+    /// pending: before an operation that does not go through [`step`](Self::step), and at the
+    /// end.
     pub fn disarm(&mut self) {
+        self.disarm_alloc();
+        self.backing.disarm_free();
+    }
+
+    /// Forgets an injected panic in `allocate` or a nested action still pending (a panic in
+    /// `deallocate` stays, for the operation about to run).
+    fn disarm_alloc(&mut self) {
         self.backing.disarm();
         self.reenter = None;
+    }
+
+    /// After an operation that unwound from a backing `deallocate`: the block it worked on leaves
+    /// the model (given up or moved), slots and fallback blocks it took and could not hand out
+    /// are counted as lost, and everything else is as the model says.
+    fn after_free_unwound(&mut self, op: PoolOp, reset: bool) {
+        if let Some(i) = self.operand.take().and_then(|seq| self.model.find_seq(seq)) {
+            self.model.remove(i);
+        }
+        if reset {
+            self.model.clear();
+            self.lost_pooled = 0;
+        }
+        self.last_freed = None;
+        let s = self.pool.stats();
+        let lost = |have: usize, model: usize, before: usize| {
+            let lost = have.checked_sub(model).unwrap_or_else(|| {
+                panic!("{op:?} unwound from deallocate: the pool counts {have} blocks, the model {model} ({s:?})")
+            });
+            assert!(
+                reset || (before..=before + 1).contains(&lost),
+                "{op:?} unwound from deallocate: {lost} blocks in use that no one holds, {before} before ({s:?})"
+            );
+            lost
+        };
+        self.lost_pooled = lost(s.in_use, self.count(POOLED), self.lost_pooled);
+        self.lost_fallback = lost(s.fallback_blocks, self.count(FALLBACK), self.lost_fallback);
+        self.model.verify_all();
+        self.check_stats();
     }
 
     /// The pool's rules for a nested request: a layout that goes to the backing allocator (or
@@ -233,6 +293,15 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
     }
 
     pub fn step(&mut self, op: PoolOp) {
+        // A panic in `deallocate` is armed for this operation only.
+        self.step_armed(op);
+        if !matches!(op, PoolOp::PanicNextFree(_)) {
+            self.backing.disarm_free();
+        }
+    }
+
+    fn step_armed(&mut self, op: PoolOp) {
+        self.operand = None;
         match op {
             PoolOp::FailNext(n) => {
                 self.backing.fail_next(u32::from(n % 4));
@@ -240,6 +309,11 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
             }
             PoolOp::PanicNext => {
                 self.backing.panic_next();
+                return;
+            }
+            PoolOp::PanicNextFree(n) => {
+                self.disarm_alloc();
+                self.backing.panic_in_free(u32::from(n % 4));
                 return;
             }
             PoolOp::ReenterNext {
@@ -252,7 +326,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
                 return;
             }
             // They call the backing allocator only to free.
-            PoolOp::Reset | PoolOp::Trim => self.disarm(),
+            PoolOp::Reset | PoolOp::Trim => self.disarm_alloc(),
             _ => {}
         }
         let armed = self.reenter.take().map(|(size, align, zeroed, free)| {
@@ -278,13 +352,20 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
         let before = self.pool.stats();
         let may_fail = self.backing.failing();
         let backing = self.backing;
-        let done = run_catching(backing, || self.apply(op));
+        let resetting = std::cell::Cell::new(false);
+        let done = run_catching(backing, || self.apply(op, &resetting));
         backing.disarm();
         let nested = armed.and_then(|armed| armed.settle(backing, &mut self.model));
         if nested.is_some() {
             self.last_freed = None;
         }
         let Some(done) = done else {
+            if backing.take_unwound() == Some(Injected::Deallocate) {
+                // (A panic in `deallocate` is never armed with a nested action.)
+                assert!(nested.is_none(), "a nested action ran in {op:?}");
+                self.after_free_unwound(op, resetting.get());
+                return;
+            }
             // Unwound by the injected panic, which comes before the nested action.
             assert!(
                 nested.is_none(),
@@ -298,7 +379,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
             self.model.verify_all();
             self.check_stats();
             // Still usable: the same operation, with nothing armed.
-            self.step(op);
+            self.step_armed(op);
             return;
         };
         if let Some(n) = &nested {
@@ -334,7 +415,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
 
     /// The operation itself: whether it succeeded and whether its size was huge, or `None`
     /// when there was no block to operate on.
-    fn apply(&mut self, op: PoolOp) -> Option<(bool, bool)> {
+    fn apply(&mut self, op: PoolOp, resetting: &std::cell::Cell<bool>) -> Option<(bool, bool)> {
         let before = self.pool.stats();
         Some(match op {
             PoolOp::Alloc {
@@ -359,6 +440,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
             } => {
                 let i = self.model.pick(pick)?;
                 let b = self.model.blocks()[i];
+                self.operand = Some(b.seq);
                 let old = b.fit(fit);
                 let huge = matches!(size, PSize::Other(s) if s.is_huge());
                 let new = if huge {
@@ -382,6 +464,7 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
             } => {
                 let i = self.model.pick(pick)?;
                 let b = self.model.blocks()[i];
+                self.operand = Some(b.seq);
                 let old = b.fit(fit);
                 let new = layout(keep as usize % (old + 1), align_from(align));
                 let tag = self.tag(new);
@@ -407,8 +490,10 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
                     dealloc_op(&self.pool, &mut self.model, i, size);
                 }
                 self.model.verify_all();
+                resetting.set(true);
                 self.pool.reset();
                 self.model.clear();
+                self.lost_pooled = 0;
                 self.last_freed = None;
                 assert_eq!(self.pool.in_use(), 0);
                 assert_eq!(
@@ -422,21 +507,27 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
                 self.pool.trim();
                 self.last_freed = None;
                 self.model.verify_all();
-                if self.count(POOLED) == 0 {
+                if self.count(POOLED) + self.lost_pooled == 0 {
                     let s = self.pool.stats();
                     assert_eq!((s.bytes_held, s.slabs), (0, 0), "trim with no slot in use");
                 }
                 (true, false)
             }
-            PoolOp::FailNext(_) | PoolOp::PanicNext | PoolOp::ReenterNext { .. } => {
+            PoolOp::FailNext(_)
+            | PoolOp::PanicNext
+            | PoolOp::PanicNextFree(_)
+            | PoolOp::ReenterNext { .. } => {
                 unreachable!("handled by step: {op:?}")
             }
         })
     }
 
     /// Frees every live block (the fallback ones through the pool) and drops the pool, which
-    /// must give everything back.
+    /// must give everything back but the fallback blocks lost in an unwind. A panic in
+    /// `deallocate` armed by the last operation applies to the drop (the blocks are freed
+    /// before, unarmed); the drop may then leak what it had not freed yet.
     pub fn finish(mut self) {
+        let free_panic = self.backing.pending_free_panic();
         self.disarm();
         self.backing.stop_failing();
         self.model.verify_all();
@@ -445,8 +536,27 @@ impl<'b, P: SlotPool> PoolChecker<'b, P> {
             dealloc_op(&self.pool, &mut self.model, i, size);
         }
         let s = self.pool.stats();
-        assert_eq!((s.in_use, s.fallback_blocks), (0, 0), "{s:?}");
-        drop(self.pool);
-        assert_eq!(self.backing.live_blocks(), 0, "the pool leaked");
+        assert_eq!(
+            (s.in_use, s.fallback_blocks),
+            (self.lost_pooled, self.lost_fallback),
+            "{s:?}"
+        );
+        let PoolChecker {
+            backing,
+            pool,
+            lost_fallback,
+            ..
+        } = self;
+        if let Some(skip) = free_panic {
+            backing.panic_in_free(skip);
+        }
+        let dropped = catch_injected(move || drop(pool));
+        backing.disarm_free();
+        if dropped.is_none() {
+            backing.write_off_all();
+        }
+        // No one frees the fallback blocks lost in an unwind.
+        assert_eq!(backing.live_blocks(), lost_fallback, "the pool leaked");
+        backing.write_off_all();
     }
 }
