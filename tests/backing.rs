@@ -817,3 +817,77 @@ fn chunk_reuse_walk_over_many_small_spares() {
     drop(arena);
     assert_eq!(backing.live(), 0);
 }
+
+// ----- a planned chunk the backing allocator cannot give -----
+
+/// A backing allocator over `Global` that refuses every block above `max` bytes.
+struct Capped {
+    max: usize,
+    refused: Cell<usize>,
+}
+
+// SAFETY: every block comes from `Global` and goes back to it unchanged.
+unsafe impl Allocator for Capped {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if layout.size() > self.max {
+            self.refused.set(self.refused.get() + 1);
+            return Err(AllocError);
+        }
+        Global.allocate(layout)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Global.deallocate(ptr, layout) }
+    }
+}
+
+/// A cycle that needed far more than its largest chunk (large blocks) makes the reset plan one
+/// chunk for all of it; when the backing allocator cannot give that chunk, a small request after
+/// the reset is served from a chunk sized as usual, and the plan is dropped.
+#[test]
+fn a_planned_chunk_the_backing_allocator_refuses_falls_back_to_a_regular_one() {
+    let (blocks, block) = if cfg!(miri) {
+        (6, 128 << 10)
+    } else {
+        (40, 1 << 20)
+    };
+    let backing = Capped {
+        max: blocks / 2 * block,
+        refused: Cell::new(0),
+    };
+    let mut arena = Arena::new_in(&backing);
+    for _ in 0..2 {
+        arena.alloc(1u8);
+        let vs: std::vec::Vec<Vec<u8, &Arena<&Capped>>> = (0..blocks)
+            .map(|_| Vec::with_capacity_in(block, &arena))
+            .collect();
+        drop(vs);
+        arena.reset();
+        // The kept chunk filled, the next chunk would be the planned one, of the cycle's need.
+        arena.alloc_layout(Layout::array::<u8>(arena.chunk_capacity()).unwrap());
+        assert_eq!(*arena.try_alloc(7u64).expect("a regular chunk"), 7);
+        assert!(backing.refused.get() > 0, "the planned chunk was asked for");
+        let refused = backing.refused.get();
+        assert_eq!(*arena.alloc_slice_fill_copy(3000, 1u8).last().unwrap(), 1);
+        assert_eq!(backing.refused.get(), refused, "the plan was dropped");
+        arena.reset();
+    }
+    let mut shared = arena_pool::SyncArena::new_in(&backing);
+    for _ in 0..2 {
+        shared.alloc(1u8);
+        let vs: std::vec::Vec<Vec<u8, &arena_pool::SyncArena<&Capped>>> = (0..blocks)
+            .map(|_| Vec::with_capacity_in(block, &shared))
+            .collect();
+        drop(vs);
+        shared.reset();
+        let refused = backing.refused.get();
+        shared.alloc_layout(Layout::array::<u8>(shared.stats().chunk_capacity).unwrap());
+        assert_eq!(*shared.try_alloc(7u64).expect("a regular chunk"), 7);
+        assert!(
+            backing.refused.get() > refused,
+            "the planned chunk was asked for"
+        );
+        shared.reset();
+    }
+}

@@ -449,12 +449,38 @@ impl RawArena {
         slack: bool,
         src: &S,
     ) -> Result<Chunk, Failure> {
+        let planned = self.plan.get() != 0;
+        match self.take_chunk_sized(layout, slack, planned, src) {
+            Err(Failure::OutOfMemory(_)) if planned => {
+                // The backing allocator refuses the cycle's whole need: the plan is dropped, and
+                // the request gets a chunk sized as usual.
+                self.plan.set(0);
+                self.take_chunk_sized(layout, slack, false, src)
+            }
+            taken => {
+                if taken.is_ok() {
+                    self.plan.set(0);
+                }
+                taken
+            }
+        }
+    }
+
+    /// [`take_chunk`](Self::take_chunk), sized for the chunk a reset planned when `planned` and
+    /// it holds the request, else by growth.
+    fn take_chunk_sized<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        slack: bool,
+        planned: bool,
+        src: &S,
+    ) -> Result<Chunk, Failure> {
         let (mut size, mut nominal) =
             chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
                 .ok_or(Failure::CapacityOverflow)?;
         // A chunk a reset planned, to hold a whole cycle (see `retention`), when it holds this
         // request: sized by what the cycles needed rather than by growth.
-        if self.plan.get() != 0 {
+        if planned {
             if let Some((planned, planned_nominal)) = chunk_size_for_capacity(self.plan.get()) {
                 if min_chunk_size(layout).is_some_and(|own| own <= planned) {
                     (size, nominal) = (planned, planned_nominal);
@@ -488,9 +514,7 @@ impl RawArena {
             size = room;
             nominal = nominal.min(size);
         }
-        let c = self.take_block(size, nominal, src)?;
-        self.plan.set(0);
-        Ok(c)
+        self.take_block(size, nominal, src)
     }
 
     /// Takes a block of `size` bytes from `src` and makes it a chunk (not linked, not counted):
