@@ -1,6 +1,6 @@
-//! The crate's pure size arithmetic, public only in fuzz builds (`--cfg fuzzing`, which
-//! `cargo fuzz` sets) so that the `layout_math` fuzz target can check it against a model. Hidden
-//! and absent from every other build: not part of the API.
+//! The crate's pure size arithmetic and the reset's retention plan, public only in fuzz builds
+//! (`--cfg fuzzing`, which `cargo fuzz` sets) so that the `layout_math` and `retention` fuzz
+//! targets can check them. Hidden and absent from every other build: not part of the API.
 
 use core::alloc::Layout;
 
@@ -50,4 +50,61 @@ pub fn class_size(class: usize) -> usize {
 /// address map of `granule`-byte granules.
 pub fn slab_layout_for(slots: usize, slot: usize, align: usize, granule: usize) -> Option<Layout> {
     crate::pool::fuzzing::Slab::layout_for(slots, slot, align, granule)
+}
+
+/// Requests of at least this many bytes that do not fit the current chunk get a large block.
+pub const LARGE_THRESHOLD: usize = crate::arena::fuzzing::LARGE_THRESHOLD;
+
+/// Cycles whose need a reset remembers.
+pub const WINDOW: usize = crate::arena::fuzzing::WINDOW;
+
+/// What a reset saw of the cycle that ends (see the arena's `retention` module).
+#[derive(Clone, Copy, Debug)]
+pub struct Cycle {
+    /// The most bytes the cycle was seen to have in use.
+    pub now: usize,
+    /// 0, or a bound on what the cycle may have reached (it rolled back its last chunk).
+    pub bound: usize,
+    /// `Some` when it ran under a probe, `Some(true)` when it met it.
+    pub probed: Option<bool>,
+    /// Usable bytes of the largest chunk held.
+    pub largest: usize,
+    /// Usable bytes reserved by `with_capacity`.
+    pub reserved: usize,
+}
+
+/// What a reset does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Keep the largest chunk; the next new chunk gets `plan` usable bytes (0: as usual); hold its
+    /// end at `probe` bytes for the next cycle.
+    Keep { plan: usize, probe: Option<usize> },
+    /// Take one chunk of `capacity` usable bytes instead; hold its end at `probe` when it has
+    /// more.
+    Renew {
+        capacity: usize,
+        probe: Option<usize>,
+    },
+}
+
+/// The reset's memory of recent cycles, and its decision for each.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Retention(crate::arena::fuzzing::Recent);
+
+impl Retention {
+    /// The decision for `cycle`, which the retention then remembers.
+    pub fn plan(&mut self, cycle: Cycle) -> Plan {
+        use crate::arena::fuzzing as a;
+        let c = a::Cycle {
+            now: cycle.now,
+            bound: cycle.bound,
+            probed: cycle.probed,
+            largest: cycle.largest,
+            reserved: cycle.reserved,
+        };
+        match a::plan(&mut self.0, c) {
+            a::Plan::Keep { plan, probe } => Plan::Keep { plan, probe },
+            a::Plan::Renew { capacity, probe } => Plan::Renew { capacity, probe },
+        }
+    }
 }

@@ -26,7 +26,7 @@ use super::chunk::{
 };
 use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::poison::{poison, unpoison};
-use super::retention::{Decision, Recent, decide, measured, next_probe};
+use super::retention::{Cycle, Plan, Recent, next_probe, plan};
 use crate::error::Failure;
 use crate::reentry::{BackingCall, OnUnwind};
 
@@ -1518,52 +1518,10 @@ impl RawArena {
         let Some(head) = self.head.get() else {
             return;
         };
-        let mut recent = self.recent.get();
-        let need = recent.record(now);
-        self.recent.set(recent);
-        // A measured cycle (it met a probe) takes the slow path: its decision is tighter.
-        if head.next() == head
-            && probed != Some(true)
-            && decide(
-                head.capacity(),
-                recent.renewed,
-                now,
-                need,
-                self.reserved.get(),
-            ) == (Decision::Keep { plan: 0 })
-        {
-            self.used_before.set(0);
-            self.set_current(head);
-            self.poison_ring(head);
-            return;
-        }
-        // SAFETY: forwarded from the caller.
-        unsafe { self.reset_slow(now, need, probed, src) }
-    }
-
-    /// The rest of [`reset`](Self::reset): several chunks, or a decision other than keeping the
-    /// only one as it is. `probed`: the cycle ran under a probe (`Some(true)`: it met it, and
-    /// `now` is measured).
-    ///
-    /// # Safety
-    /// As for `reset`; the arena holds a chunk.
-    #[cold]
-    #[inline(never)]
-    unsafe fn reset_slow<S: ChunkSource + ?Sized>(
-        &self,
-        now: usize,
-        need: usize,
-        probed: Option<bool>,
-        src: &S,
-    ) {
-        let Some(head) = self.head.get() else {
-            return;
-        };
         // A cycle that moved on to further chunks and gave back all it had bumped in its last
         // one (a list freed from its newest node) reached an unknown height there: at most the
-        // whole chunk. (0: the need is known.) Should a roll-back the cycle's slow points saw
-        // have said less, the probe set below measures the next cycle and the reset after it
-        // renews to that.
+        // whole chunk. Should a roll-back the cycle's slow points saw have said less, the probe
+        // set after a renewal measures the next cycle.
         let mut bound = 0;
         if self.used_before.get() != 0 {
             if let Some(c) = self.chunk.get() {
@@ -1575,33 +1533,46 @@ impl RawArena {
         // The largest chunk, the first of the ring on a tie.
         let keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
         let mut recent = self.recent.get();
-        // A cycle of unknown need is sized for its bound: the next one fits (a renewed chunk
-        // gets a probe at what is known, which measures it).
-        let mut decision = decide(
-            keep.capacity(),
-            recent.renewed,
-            now.max(bound),
-            need.max(bound),
-            self.reserved.get(),
+        let plan = plan(
+            &mut recent,
+            Cycle {
+                now,
+                bound,
+                probed,
+                largest: keep.capacity(),
+                reserved: self.reserved.get(),
+            },
         );
-        if probed == Some(true) {
-            decision = measured(decision, keep.capacity(), need, self.reserved.get());
+        self.recent.set(recent);
+        if head.next() == head
+            && probed != Some(true)
+            && plan
+                == (Plan::Keep {
+                    plan: 0,
+                    probe: None,
+                })
+        {
+            // A loop that has settled: its one chunk, as it is (a measured cycle takes the slow
+            // path, which restarts growth from the chunk).
+            self.used_before.set(0);
+            self.set_current(head);
+            self.poison_ring(head);
+            return;
         }
-        // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
-        // it is kept, with a probe where the renewed chunk would end.
-        let mut probe_at = None;
-        if let Decision::Renew { capacity } = decision {
-            if probed.is_none() && bound == 0 && capacity < keep.capacity() {
-                probe_at = Some(capacity);
-                decision = Decision::Keep { plan: 0 };
-            }
-        }
-        if let Decision::Renew { .. } = decision {
-            recent.renewed = true;
-            self.recent.set(recent);
-        }
-        match decision {
-            Decision::Keep { plan } => {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.reset_slow(keep, plan, src) }
+    }
+
+    /// The rest of [`reset`](Self::reset): several chunks, or a plan other than keeping the
+    /// only one as it is. `keep` is the largest chunk.
+    ///
+    /// # Safety
+    /// As for `reset`; `keep` is one of the arena's chunks.
+    #[cold]
+    #[inline(never)]
+    unsafe fn reset_slow<S: ChunkSource + ?Sized>(&self, keep: Chunk, plan: Plan, src: &S) {
+        match plan {
+            Plan::Keep { plan, probe } => {
                 // The arena moves to the kept chunk first, the others following it as spares:
                 // should the backing allocator unwind while they go back, what is left is an
                 // arena at the start of `keep` with the chunks not yet released as its spares.
@@ -1613,15 +1584,16 @@ impl RawArena {
                 self.used_before.set(0);
                 self.set_current(keep);
                 self.poison_ring(keep);
-                if let Some(reached) = probe_at {
-                    // SAFETY: `reached < keep.capacity()`, and the position is at its start.
+                if let Some(reached) = probe {
+                    // SAFETY: a probe of a kept chunk lies below its capacity (`plan`), and the
+                    // position is at its start.
                     unsafe { self.set_probe(keep, reached, false) };
                 }
                 // SAFETY: the spares hold no live block (no block is used again, the caller),
                 // and every chunk came from `src`.
                 unsafe { self.trim(src) };
             }
-            Decision::Renew { capacity } => {
+            Plan::Renew { capacity, probe } => {
                 // Every chunk goes back first, so that the arena never holds both; the arena is
                 // then as a new one.
                 // SAFETY: as above.
@@ -1633,9 +1605,9 @@ impl RawArena {
                     .and_then(|(size, nominal)| self.take_block(size, nominal, src).ok())
                 {
                     self.set_current(c);
-                    if bound != 0 && now < c.capacity() {
-                        // SAFETY: `now < c.capacity()`, and the position is at its start.
-                        unsafe { self.set_probe(c, now, false) };
+                    if let Some(reached) = probe.filter(|&r| r < c.capacity()) {
+                        // SAFETY: `reached < c.capacity()`, and the position is at its start.
+                        unsafe { self.set_probe(c, reached, false) };
                     }
                 }
             }

@@ -35,7 +35,7 @@ pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_siz
 #[cfg(test)]
 pub(crate) use retention::WINDOW;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
-pub(crate) use retention::{Decision, Recent, decide, measured, next_probe};
+pub(crate) use retention::{Cycle, Plan, Recent, next_probe, plan};
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
@@ -52,6 +52,8 @@ pub(crate) mod fuzzing {
         CHUNK_ALIGN, FIRST_CHUNK_SIZE, HEADER_SIZE, MAX_CHUNK_SIZE, SIZE_UNIT, chunk_size_for,
         chunk_size_for_capacity, min_chunk_size, regular_nominal,
     };
+    pub(crate) use super::large::LARGE_THRESHOLD;
+    pub(crate) use super::retention::{Cycle, Plan, Recent, WINDOW, plan};
 }
 
 /// A bump allocator: allocation moves a pointer forward through chunks taken from the backing

@@ -140,6 +140,77 @@ pub(crate) fn decide(
     }
 }
 
+/// What a reset saw of the cycle that ends: its input to [`plan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cycle {
+    /// The most bytes the cycle was seen to have in use (bump bytes and large blocks'), or, when
+    /// it met a probe, at least how far the probe moved.
+    pub(crate) now: usize,
+    /// 0 when that is all the cycle may have reached; otherwise a bound on it: the cycle moved
+    /// on to further chunks and gave back all it had bumped in its last one, which it may have
+    /// filled.
+    pub(crate) bound: usize,
+    /// `Some` when the cycle ran under a probe, `Some(true)` when it met it (`now` is measured).
+    pub(crate) probed: Option<bool>,
+    /// Usable bytes of the largest chunk held: the one a reset keeps or renews.
+    pub(crate) largest: usize,
+    /// Usable bytes reserved by `with_capacity`.
+    pub(crate) reserved: usize,
+}
+
+/// What a reset does, from [`plan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Keep the largest chunk and give every other back; the next new chunk gets `plan` usable
+    /// bytes (0: sized as usual). With `probe`, the kept chunk's end is held that many bytes
+    /// from its start for the next cycle, which that measures.
+    Keep { plan: usize, probe: Option<usize> },
+    /// Give every chunk back, then take one of `capacity` usable bytes. With `probe`, its end is
+    /// held that many bytes from its start when it has more (the next cycle is measured).
+    Renew {
+        capacity: usize,
+        probe: Option<usize>,
+    },
+}
+
+/// The reset's whole decision (the rule of the module documentation), for the cycle that ends;
+/// records its need in `recent`.
+pub(crate) fn plan(recent: &mut Recent, cycle: Cycle) -> Plan {
+    let need = recent.record(cycle.now);
+    // A cycle of unknown need is sized for its bound: the next one fits (a renewed chunk gets a
+    // probe at what is known, which measures it).
+    let mut decision = decide(
+        cycle.largest,
+        recent.renewed,
+        cycle.now.max(cycle.bound),
+        need.max(cycle.bound),
+        cycle.reserved,
+    );
+    if cycle.probed == Some(true) {
+        decision = measured(decision, cycle.largest, need, cycle.reserved);
+    }
+    match decision {
+        // An oversized chunk is renewed only after a probed cycle: until then it is kept, with a
+        // probe where the renewed chunk would end.
+        Decision::Renew { capacity }
+            if cycle.probed.is_none() && cycle.bound == 0 && capacity < cycle.largest =>
+        {
+            Plan::Keep {
+                plan: 0,
+                probe: Some(capacity),
+            }
+        }
+        Decision::Renew { capacity } => {
+            recent.renewed = true;
+            Plan::Renew {
+                capacity,
+                probe: (cycle.bound != 0).then_some(cycle.now),
+            }
+        }
+        Decision::Keep { plan } => Plan::Keep { plan, probe: None },
+    }
+}
+
 /// Room for a need, with a sixteenth to spare (a chunk is rounded up to whole pages on top).
 fn planned(need: usize) -> usize {
     need.saturating_add(need / 16)
@@ -181,6 +252,7 @@ pub(crate) fn next_probe(reached: usize, wanted: usize, capacity: usize) -> usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn the_window_forgets_after_four_cycles() {
@@ -216,6 +288,145 @@ mod tests {
         assert_eq!(measured(kept, 400_000, 256_000, 400_000), kept);
         let planned_keep = Decision::Keep { plan: 9 };
         assert_eq!(measured(planned_keep, 400_000, 1, 0), planned_keep);
+    }
+
+    /// A cycle of `now` bytes, nothing hidden, on a largest chunk of `largest` bytes.
+    fn cycle(now: usize, largest: usize) -> Cycle {
+        Cycle {
+            now,
+            bound: 0,
+            probed: None,
+            largest,
+            reserved: 0,
+        }
+    }
+
+    /// Cycles of `need` bytes that fit the largest chunk, one after another from `largest`: a
+    /// renewal takes a chunk of its capacity rounded up as chunks are (at most an eighth and a
+    /// page more), and a probe is met when the cycle reaches it. Returns the plans.
+    fn steady(recent: &mut Recent, mut largest: usize, need: usize, cycles: usize) -> Vec<Plan> {
+        let mut probe: Option<usize> = None;
+        let mut plans = Vec::new();
+        for _ in 0..cycles {
+            let p = plan(
+                recent,
+                Cycle {
+                    probed: probe.map(|at| need > at),
+                    ..cycle(need, largest)
+                },
+            );
+            probe = match p {
+                Plan::Keep { probe, .. } => probe,
+                Plan::Renew { capacity, .. } => {
+                    largest = capacity + capacity / 8;
+                    None
+                }
+            };
+            plans.push(p);
+        }
+        plans
+    }
+
+    #[test]
+    fn a_steady_loop_keeps_its_chunk() {
+        let mut r = Recent::new();
+        let plans = steady(&mut r, 150_000, 100_000, 6);
+        assert!(plans.iter().all(|&p| p
+            == Plan::Keep {
+                plan: 0,
+                probe: None
+            }));
+    }
+
+    #[test]
+    fn an_oversized_chunk_is_probed_then_renewed_then_kept() {
+        let mut r = Recent::new();
+        let plans = steady(&mut r, 16 << 20, 100_000, 4);
+        // The window remembers nothing larger: the first reset probes where a renewal would end,
+        // the probed cycle renews, and the renewed chunk is kept from then on.
+        assert_eq!(
+            plans[0],
+            Plan::Keep {
+                plan: 0,
+                probe: Some(planned(100_000))
+            }
+        );
+        assert_eq!(
+            plans[1],
+            Plan::Renew {
+                capacity: planned(100_000),
+                probe: None
+            }
+        );
+        assert_eq!(
+            plans[2..],
+            [Plan::Keep {
+                plan: 0,
+                probe: None
+            }; 2]
+        );
+    }
+
+    #[test]
+    fn after_a_spike_the_chunk_comes_back_within_the_window_and_a_probe() {
+        let mut r = Recent::new();
+        // A spike of 10 MB on a chunk that held it, then cycles of 100 KB.
+        assert_eq!(
+            plan(&mut r, cycle(10 << 20, 11 << 20)),
+            Plan::Keep {
+                plan: 0,
+                probe: None
+            }
+        );
+        let plans = steady(&mut r, 11 << 20, 100_000, WINDOW + 3);
+        let renewed = plans
+            .iter()
+            .position(|p| matches!(p, Plan::Renew { .. }))
+            .expect("renewed");
+        assert!(renewed <= WINDOW, "{plans:?}");
+        assert!(plans[renewed + 1..].iter().all(|&p| p
+            == Plan::Keep {
+                plan: 0,
+                probe: None
+            }));
+    }
+
+    #[test]
+    fn a_hidden_need_is_renewed_for_its_bound_with_a_probe_at_what_is_known() {
+        let mut r = Recent::new();
+        let p = plan(
+            &mut r,
+            Cycle {
+                bound: 300_000,
+                ..cycle(100_000, 150_000)
+            },
+        );
+        assert_eq!(
+            p,
+            Plan::Renew {
+                capacity: planned(300_000),
+                probe: Some(100_000)
+            }
+        );
+    }
+
+    #[test]
+    fn a_reservation_is_never_given_back() {
+        let mut r = Recent::new();
+        let p = plan(
+            &mut r,
+            Cycle {
+                reserved: 1 << 20,
+                ..cycle(1_000, 1 << 20)
+            },
+        );
+        assert_eq!(
+            p,
+            Plan::Keep {
+                plan: 0,
+                probe: None
+            }
+        );
     }
 
     #[test]

@@ -9,9 +9,9 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::arena::{
-    ArenaStats, ChunkSource, Core, Decision, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Recent,
-    chunk_size_for, chunk_size_for_capacity, dangling, decide, measured, min_chunk_size,
-    next_probe, refuse, satisfies,
+    ArenaStats, ChunkSource, Core, Cycle, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Plan, Recent,
+    chunk_size_for, chunk_size_for_capacity, dangling, min_chunk_size, next_probe, plan, refuse,
+    satisfies,
 };
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
@@ -571,7 +571,6 @@ impl<A: Allocator> SyncArena<A> {
         if bound != 0 {
             bound += now;
         }
-        let need = chunks.recent.record(now);
         let mut largest: Option<Chunk> = None;
         let mut spare = chunks.spares;
         while let Some(c) = spare {
@@ -585,43 +584,35 @@ impl<A: Allocator> SyncArena<A> {
             spare = c.next();
         }
         let Some(keep) = largest else {
+            chunks.recent.record(now);
             self.current.store(ptr::null_mut(), Ordering::Relaxed);
             return;
         };
         chunks.spares = unlink(chunks.spares, keep);
         chunks.plan = 0;
-        // A cycle of unknown need is sized for its bound: the next one fits (a renewed chunk
-        // gets a probe at what is known, which measures it). A measured cycle's decision is
-        // tighter.
-        let mut decision = decide(
-            keep.capacity(),
-            chunks.recent.renewed,
-            now.max(bound),
-            need.max(bound),
-            chunks.reserved,
+        let plan = plan(
+            &mut chunks.recent,
+            Cycle {
+                now,
+                bound,
+                probed,
+                largest: keep.capacity(),
+                reserved: chunks.reserved,
+            },
         );
-        if probed == Some(true) {
-            decision = measured(decision, keep.capacity(), need, chunks.reserved);
-        }
-        // An oversized chunk is renewed only after a probed cycle (see `retention`): until then
-        // it is kept, with a probe where the renewed chunk would end.
-        if let Decision::Renew { capacity } = decision {
-            if probed.is_none() && bound == 0 && capacity < keep.capacity() {
-                chunks.set_probe(keep, capacity);
-                decision = Decision::Keep { plan: 0 };
-            }
-        }
-        let renew = match decision {
-            Decision::Keep { plan } => {
+        let renew = match plan {
+            Plan::Keep { plan, probe } => {
                 chunks.plan = plan;
+                if let Some(reached) = probe {
+                    chunks.set_probe(keep, reached);
+                }
                 None
             }
-            Decision::Renew { capacity } => {
-                chunks.recent.renewed = true;
+            Plan::Renew { capacity, probe } => {
                 // Every chunk goes back first (below), so that the arena never holds both.
                 keep.set_next(chunks.spares);
                 chunks.spares = Some(keep);
-                Some(capacity)
+                Some((capacity, probe))
             }
         };
         // The arena is in its final state before any block goes back (the backing allocator may
@@ -640,7 +631,7 @@ impl<A: Allocator> SyncArena<A> {
         );
         // Every spare goes back.
         self.trim();
-        let Some(capacity) = renew else {
+        let Some((capacity, probe)) = renew else {
             return;
         };
         // The renewed chunk. Should the backing allocator or the limit refuse it, the arena holds
@@ -663,8 +654,8 @@ impl<A: Allocator> SyncArena<A> {
         let chunks = self.chunks.get_mut();
         chunks.record(size, nominal);
         chunks.growth = k.size();
-        if bound != 0 && now < k.capacity() {
-            chunks.set_probe(k, now);
+        if let Some(reached) = probe.filter(|&r| r < k.capacity()) {
+            chunks.set_probe(k, reached);
         }
         chunks.used = Some(k);
         self.current.store(k.0.as_ptr(), Ordering::Relaxed);
