@@ -27,11 +27,11 @@
 //!   caller needs of a block is read before it is linked.
 //! - `SyncPool` has no lock-free structure: each shard's `Mutex` orders every use of its slots.
 
-mod arena;
 mod local;
-mod pool;
 mod shim;
+mod sync_arena;
+mod sync_pool;
 
-pub use arena::SyncArena;
 pub use local::LocalArena;
-pub use pool::SyncPool;
+pub use sync_arena::SyncArena;
+pub use sync_pool::SyncPool;
