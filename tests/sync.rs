@@ -511,3 +511,23 @@ fn hashbrown_maps_on_sync_pool_move_between_threads() {
     });
     drop(m2);
 }
+
+/// The statistics accessors every arena kind has, on a `SyncArena`: each agrees with `stats()`,
+/// and `clear` is `reset`.
+#[test]
+fn sync_arena_statistics_accessors_and_clear() {
+    let mut arena = SyncArena::new();
+    arena.alloc_slice_fill_copy(1000, 1u8);
+    let s = arena.stats();
+    assert_eq!(arena.used_bytes(), s.used_bytes);
+    assert_eq!(arena.allocated_bytes(), s.allocated_bytes);
+    assert_eq!(
+        arena.allocated_bytes_including_metadata(),
+        s.allocated_bytes_including_metadata
+    );
+    assert_eq!(arena.chunk_capacity(), s.chunk_capacity);
+    assert!(s.allocated_bytes >= s.used_bytes + s.chunk_capacity);
+    arena.clear();
+    assert_eq!(arena.used_bytes(), 0);
+    assert_eq!(arena.stats().chunks, 1);
+}

@@ -661,6 +661,18 @@ impl<A: Allocator> SyncArena<A> {
         self.current.store(k.0.as_ptr(), Ordering::Relaxed);
     }
 
+    /// Same as [`reset`](SyncArena::reset).
+    ///
+    /// ```compile_fail,E0502
+    /// let mut arena = arena_pool::SyncArena::new();
+    /// let x = arena.alloc(42u32);
+    /// arena.clear();
+    /// assert_eq!(*x, 42); // error: `arena` is borrowed by `x`
+    /// ```
+    pub fn clear(&mut self) {
+        self.reset();
+    }
+
     /// Returns the spare chunks to the backing allocator: those a thread took while another
     /// installed a chunk with room (a `reset` gives back every chunk but one itself). Should the
     /// backing allocator unwind, the spares not yet returned stay the arena's.
@@ -722,6 +734,27 @@ impl<A: Allocator> SyncArena<A> {
     /// Usable bytes of every chunk held (see [`stats`](SyncArena::stats)).
     pub fn allocated_bytes(&self) -> usize {
         self.stats().allocated_bytes
+    }
+
+    /// Bytes held from the backing allocator, chunk and large-block headers included: what the
+    /// allocation limit caps (see [`stats`](SyncArena::stats)).
+    pub fn allocated_bytes_including_metadata(&self) -> usize {
+        self.stats().allocated_bytes_including_metadata
+    }
+
+    /// Bytes left in the current chunk: how much the shared path can allocate (at alignment 1)
+    /// before it takes another chunk. Other threads may take them first.
+    ///
+    /// ```
+    /// let arena = arena_pool::SyncArena::new();
+    /// arena.alloc(1u64);
+    /// let room = arena.chunk_capacity();
+    /// arena.alloc_slice_fill_copy(room, 0u8);
+    /// assert_eq!((arena.chunk_capacity(), arena.stats().chunks), (0, 1));
+    /// ```
+    pub fn chunk_capacity(&self) -> usize {
+        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
+        current.map_or(0, |c| c.capacity() - c.used())
     }
 
     // ----- allocation -----
