@@ -38,4 +38,4 @@ pub use pool::{
     ClassStats, Pool, PoolStats, SizeClassOptions, SizeClassPool, SizeClassStats, TypedPool,
 };
 #[cfg(feature = "std")]
-pub use sync::{LocalArena, SyncArena, SyncPool};
+pub use sync::{LocalArena, SyncArena, SyncPool, SyncScopeGuard};

@@ -222,3 +222,97 @@ fn a_parent_block_is_never_rolled_back_or_grown_in_place_from_a_child() {
     // SAFETY: `live` was allocated before every scope and never given up.
     assert_eq!(unsafe { *live }, [0x5A; 32]);
 }
+
+// ----- SyncArena: scopes and checkpoints through `&mut self` -----
+
+#[test]
+fn a_sync_arena_scope_frees_what_threads_and_handles_allocated_in_it() {
+    use arena_pool::SyncArena;
+    let n = if cfg!(miri) { 50 } else { 2_000 };
+    let mut arena = SyncArena::new();
+    let before: &mut u64 = arena.alloc(7);
+    let before = before as *mut u64;
+    let used = arena.used_bytes();
+    let (chunks, held) = (
+        arena.stats().chunks,
+        arena.stats().allocated_bytes_including_metadata,
+    );
+    let total = arena.with_scope(|scope| {
+        std::thread::scope(|s| {
+            let workers: std::vec::Vec<_> = (0..2u64)
+                .map(|t| {
+                    s.spawn(move || {
+                        // The shared path, a handle, and a large block of each kind.
+                        let a = scope.alloc_slice_fill_with(n, |i| t + i as u64);
+                        let local = scope.local();
+                        let b = local.alloc_slice_fill_with(n, |i| i as u64);
+                        let mut big: Vec<u8, _> = Vec::with_capacity_in(70_000, &local);
+                        big.push(1);
+                        let mut shared_big: Vec<u8, _> = Vec::with_capacity_in(70_000, scope);
+                        shared_big.push(2);
+                        core::mem::forget((big, shared_big));
+                        a.iter().sum::<u64>() + b.iter().sum::<u64>()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
+        })
+    });
+    let each = (n * (n - 1) / 2) as u64;
+    assert_eq!(total, 4 * each + n as u64);
+    let s = arena.stats();
+    assert_eq!(arena.used_bytes(), used, "the scope's blocks are freed");
+    assert_eq!(s.large_blocks, 0, "the scope's large blocks went back");
+    assert!(s.chunks >= chunks);
+    // SAFETY: allocated before the scope, which freed only what was allocated in it.
+    assert_eq!(unsafe { *before }, 7);
+    // The chunks the scope took are spares now: the same work again takes no new memory.
+    let held_after = s.allocated_bytes_including_metadata;
+    assert!(held_after >= held);
+    arena.with_scope(|scope| {
+        scope.alloc_slice_fill_copy(n, 1u64);
+    });
+    assert_eq!(
+        arena.stats().allocated_bytes_including_metadata,
+        held_after
+    );
+}
+
+#[test]
+fn a_sync_arena_scope_guard_and_checkpoint_restore_the_position() {
+    use arena_pool::SyncArena;
+    let mut arena = SyncArena::new();
+    arena.alloc_slice_fill_copy(10, 1u8);
+    let used = arena.used_bytes();
+    {
+        let guard = arena.scope_guard();
+        let a = guard.arena().alloc_slice_fill_copy(1000, 2u8);
+        let b = guard.arena().alloc_str("in the scope");
+        assert_eq!((a[999], &*b), (2, "in the scope"));
+    }
+    assert_eq!(arena.used_bytes(), used);
+    let cp = arena.checkpoint();
+    for _ in 0..100 {
+        arena.alloc_slice_fill_copy(100, 3u8);
+    }
+    // SAFETY: `cp` is from this arena; nothing allocated after it is used again.
+    unsafe { arena.reset_to(cp) };
+    assert_eq!(arena.used_bytes(), used);
+    // A scope on an arena with no chunk yet.
+    let mut fresh = SyncArena::new();
+    fresh.with_scope(|s| {
+        s.alloc_slice_fill_copy(5000, 4u8);
+    });
+    assert_eq!(fresh.used_bytes(), 0);
+    assert_eq!(*fresh.alloc(5u8), 5);
+}
+
+#[test]
+#[should_panic(expected = "the checkpoint is an Arena's")]
+fn a_sync_arena_refuses_an_arenas_checkpoint() {
+    let arena = Arena::new();
+    let cp = arena.checkpoint();
+    let mut shared = arena_pool::SyncArena::new();
+    // SAFETY: refused before anything happens.
+    unsafe { shared.reset_to(cp) };
+}

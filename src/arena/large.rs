@@ -330,25 +330,14 @@ impl LargeList {
         Some(b)
     }
 
-    /// Moves every block of `other` into this list (as the oldest), emptying `other`. Sequence
-    /// numbers are not kept: the list they go to has no scopes. (For `LocalArena`, a `std` type.)
+    /// Moves every block of `other` into this list as new blocks (newest, with new sequence
+    /// numbers: a scope of this list's owner that is active now frees them when it ends),
+    /// emptying `other`. (For `LocalArena`, a `std` type.)
     #[cfg(feature = "std")]
     pub(crate) fn adopt(&self, other: &LargeList) {
         while let Some(b) = other.pop_since(0) {
-            b.set_seq(0);
-            let oldest = self.oldest();
-            self.link_before(b, oldest, None);
-            self.count_in(b);
+            self.push(b);
         }
-    }
-
-    #[cfg(feature = "std")]
-    fn oldest(&self) -> Option<Large> {
-        let mut b = self.newest.get()?;
-        while let Some(o) = b.older() {
-            b = Large(o);
-        }
-        Some(b)
     }
 }
 

@@ -36,6 +36,8 @@ pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_siz
 pub(crate) use retention::WINDOW;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use retention::{Cycle, Plan, Recent, next_probe, plan};
+#[cfg(feature = "std")]
+pub(crate) use scope::Position;
 pub use scope::{ArenaRef, Checkpoint, ScopeGuard};
 pub use stats::ArenaStats;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]

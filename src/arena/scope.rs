@@ -157,7 +157,7 @@ impl<'a> ArenaRef<'a> {
     /// assert_eq!(arena.used_bytes(), 0);
     /// ```
     pub fn checkpoint(&self) -> Checkpoint {
-        Checkpoint(self.raw().checkpoint())
+        Checkpoint(Position::Raw(self.raw().checkpoint()))
     }
 
     /// Returns the position to `checkpoint`, freeing everything allocated after it.
@@ -173,9 +173,16 @@ impl<'a> ArenaRef<'a> {
     ///   it is not used again). [`into_slice`](crate::BumpAlloc::into_slice) and
     ///   [`into_str`](crate::BumpAlloc::into_str) are not such a resize: they never move the
     ///   block, so their result lives as long as the block did.
+    ///
+    /// # Panics
+    /// When `checkpoint` is a [`SyncArena`](crate::SyncArena)'s.
     pub unsafe fn reset_to(&mut self, checkpoint: Checkpoint) {
+        #[cfg_attr(not(feature = "std"), allow(irrefutable_let_patterns))]
+        let Position::Raw(cp) = checkpoint.0 else {
+            panic!("arena-pool: reset_to: the checkpoint is a SyncArena's, not this arena's");
+        };
         // SAFETY: forwarded from the caller.
-        unsafe { self.raw().restore(checkpoint.0, self.src()) }
+        unsafe { self.raw().restore(cp, self.src()) }
     }
 }
 
@@ -268,11 +275,21 @@ impl fmt::Debug for ScopeGuard<'_> {
     }
 }
 
-/// A saved arena position, from [`ArenaRef::checkpoint`] or
-/// [`Arena::checkpoint`](crate::Arena::checkpoint), for the `unsafe`
-/// [`reset_to`](ArenaRef::reset_to).
+/// A saved arena position, from [`ArenaRef::checkpoint`],
+/// [`Arena::checkpoint`](crate::Arena::checkpoint) or
+/// [`SyncArena::checkpoint`](crate::SyncArena::checkpoint), for the `unsafe` `reset_to` of the
+/// same arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Checkpoint(RawCheckpoint);
+pub struct Checkpoint(pub(crate) Position);
+
+/// What a [`Checkpoint`] saved: a position of a `RawArena` (`Arena`, a scope, a `LocalArena`)
+/// or of a `SyncArena`'s shared path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Position {
+    Raw(RawCheckpoint),
+    #[cfg(feature = "std")]
+    Shared(crate::sync::SharedCheckpoint),
+}
 
 /// The same arena seen with the lifetime of the borrow: how a child scope is made.
 ///

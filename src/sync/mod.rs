@@ -33,5 +33,6 @@ mod sync_arena;
 mod sync_pool;
 
 pub use local::LocalArena;
-pub use sync_arena::SyncArena;
+pub(crate) use sync_arena::SharedCheckpoint;
+pub use sync_arena::{SyncArena, SyncScopeGuard};
 pub use sync_pool::SyncPool;

@@ -9,7 +9,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::arena::{
-    ArenaStats, ChunkSource, Core, Cycle, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Plan, Recent,
+    ArenaStats, Checkpoint, ChunkSource, Core, Position, Cycle, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Plan, Recent,
     chunk_size_for, chunk_size_for_capacity, dangling, min_chunk_size, next_probe, plan, refuse,
     satisfies,
 };
@@ -673,6 +673,144 @@ impl<A: Allocator> SyncArena<A> {
         self.reset();
     }
 
+    // ----- scopes and checkpoints -----
+
+    /// The current position of the shared path, for [`reset_to`](SyncArena::reset_to). It takes
+    /// `&mut self`, so no other thread is inside the arena while it is taken.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::SyncArena::new();
+    /// arena.alloc(1u32);
+    /// let cp = arena.checkpoint();
+    /// arena.alloc_slice_fill_copy(100, 1u32);
+    /// // SAFETY: `cp` is from this arena, and nothing allocated after it is used again.
+    /// unsafe { arena.reset_to(cp) };
+    /// assert_eq!(arena.used_bytes(), 4);
+    /// ```
+    pub fn checkpoint(&mut self) -> Checkpoint {
+        Checkpoint(Position::Shared(self.shared_checkpoint()))
+    }
+
+    /// Returns the shared path to `checkpoint`, freeing everything allocated after it (through
+    /// `&SyncArena`, by any thread, and through the [`LocalArena`] handles made since).
+    ///
+    /// # Safety
+    /// - `checkpoint` was taken from this arena by [`checkpoint`](SyncArena::checkpoint),
+    /// - the arena has not been reset or trimmed since, and no position before it was restored
+    ///   since,
+    /// - no block allocated after it is used afterwards (a block grown or shrunk through the
+    ///   `Allocator` methods after it counts as allocated after it).
+    ///
+    /// # Panics
+    /// When `checkpoint` is an [`Arena`](crate::Arena)'s or a scope's.
+    pub unsafe fn reset_to(&mut self, checkpoint: Checkpoint) {
+        let Position::Shared(cp) = checkpoint.0 else {
+            panic!("arena-pool: reset_to: the checkpoint is an Arena's, not this SyncArena's");
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.restore(cp) }
+    }
+
+    /// Runs `f` in a scope: everything allocated through the `&SyncArena` it is given (by any
+    /// thread `f` starts and joins, through handles made from it too) is freed when `f` returns
+    /// or unwinds, and the position goes back exactly to where it was. The references `f` makes
+    /// cannot escape it.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::SyncArena::new();
+    /// arena.alloc(7u64);
+    /// let sum = arena.with_scope(|scope| {
+    ///     std::thread::scope(|s| {
+    ///         let parts: Vec<_> = (0..2u64)
+    ///             .map(|t| s.spawn(move || scope.alloc_slice_fill_with(100, |i| t + i as u64)))
+    ///             .collect();
+    ///         parts.into_iter().map(|p| p.join().unwrap().iter().sum::<u64>()).sum::<u64>()
+    ///     })
+    /// });
+    /// assert_eq!(sum, 2 * 4950 + 100);
+    /// assert_eq!(arena.used_bytes(), 8);
+    /// ```
+    pub fn with_scope<R>(&mut self, f: impl for<'s> FnOnce(&'s SyncArena<A>) -> R) -> R {
+        let guard = self.scope_guard();
+        f(guard.arena)
+    }
+
+    /// Starts a scope that lasts until the returned guard is dropped; allocate through
+    /// [`SyncScopeGuard::arena`], whose references borrow the guard (so it cannot be dropped while
+    /// one of them is alive).
+    ///
+    /// ```
+    /// let mut arena = arena_pool::SyncArena::new();
+    /// {
+    ///     let guard = arena.scope_guard();
+    ///     let scratch = guard.arena().alloc_str("temporary");
+    ///     assert_eq!(scratch, "temporary");
+    /// } // freed here
+    /// assert_eq!(arena.used_bytes(), 0);
+    /// ```
+    pub fn scope_guard(&mut self) -> SyncScopeGuard<'_, A> {
+        let checkpoint = self.shared_checkpoint();
+        SyncScopeGuard {
+            arena: self,
+            checkpoint,
+        }
+    }
+
+    /// The shared path's position: the current chunk (the newest in use) and its cursor, and the
+    /// large blocks' mark.
+    fn shared_checkpoint(&mut self) -> SharedCheckpoint {
+        let chunks = self.chunks.get_mut();
+        let chunk = chunks.used;
+        SharedCheckpoint {
+            chunk,
+            cursor: chunk.map_or(0, |c| c.cursor().load(Ordering::Relaxed)),
+            large: chunks.large.mark(),
+        }
+    }
+
+    /// Returns to `cp`: large blocks made since go back to the backing allocator (each out of the
+    /// list first), chunks put in use since become spares, and the current chunk's cursor goes
+    /// back to where it was.
+    ///
+    /// # Safety
+    /// As for [`reset_to`](SyncArena::reset_to).
+    unsafe fn restore(&mut self, cp: SharedCheckpoint) {
+        // What the cycle had in use counts for retention before it is given back.
+        let chunks = self.chunks.get_mut();
+        let mut in_chunks = 0;
+        let mut c = chunks.used;
+        while let Some(x) = c {
+            in_chunks += x.used();
+            c = x.next();
+        }
+        chunks.chunk_peak = chunks.chunk_peak.max(in_chunks);
+        while let Some(b) = self.chunks.get_mut().large.pop_since(cp.large) {
+            // SAFETY: made after `cp`, so not used again (the caller); unlinked just now.
+            unsafe { self.free_large(b) };
+        }
+        let chunks = self.chunks.get_mut();
+        while let Some(c) = chunks.used {
+            if Some(c) == cp.chunk {
+                break;
+            }
+            chunks.used = c.next();
+            c.cursor().store(c.start(), Ordering::Relaxed);
+            // A `LocalArena` may have poisoned bytes of its pieces (ASan builds).
+            unpoison_block(c);
+            c.set_next(chunks.spares);
+            chunks.spares = Some(c);
+        }
+        if let Some(c) = cp.chunk {
+            debug_assert_eq!(chunks.used, Some(c), "a checkpoint of this arena's chunks");
+            c.cursor().store(cp.cursor, Ordering::Relaxed);
+            unpoison_block(c);
+        }
+        self.current.store(
+            cp.chunk.map_or(ptr::null_mut(), |c| c.0.as_ptr()),
+            Ordering::Relaxed,
+        );
+    }
+
     /// Returns the spare chunks to the backing allocator: those a thread took while another
     /// installed a chunk with room (a `reset` gives back every chunk but one itself). Should the
     /// backing allocator unwind, the spares not yet returned stay the arena's.
@@ -1127,6 +1265,52 @@ fn take_spare(chunks: &mut Chunks, layout: Layout) -> Option<Chunk> {
         s = c.next();
     }
     None
+}
+
+/// A saved position of a `SyncArena`'s shared path (see [`SyncArena::checkpoint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SharedCheckpoint {
+    /// The current chunk then, the newest in use (`None`: there was none).
+    chunk: Option<Chunk>,
+    /// Its cursor then.
+    cursor: usize,
+    /// Large blocks made from this mark on are freed by a restore.
+    large: u64,
+}
+
+/// A scope of a [`SyncArena`] that lasts until the guard is dropped, from
+/// [`SyncArena::scope_guard`]: dropping it (also during unwinding) frees everything allocated
+/// through [`arena`](SyncScopeGuard::arena) and returns the position to where it was.
+/// Forgetting it (`mem::forget`) is safe: the scope's memory then stays used until the arena is
+/// reset.
+pub struct SyncScopeGuard<'a, A: Allocator = Global> {
+    arena: &'a mut SyncArena<A>,
+    checkpoint: SharedCheckpoint,
+}
+
+impl<A: Allocator> SyncScopeGuard<'_, A> {
+    /// The arena, for allocating in the scope from any thread; what it hands out borrows the
+    /// guard.
+    pub fn arena(&self) -> &SyncArena<A> {
+        self.arena
+    }
+}
+
+impl<A: Allocator> Drop for SyncScopeGuard<'_, A> {
+    fn drop(&mut self) {
+        // SAFETY: the checkpoint was taken when the guard was made, from this arena, which stayed
+        // mutably borrowed by the guard (no reset, trim or other restore since); every block
+        // allocated through `arena()` borrowed the guard and is gone now.
+        unsafe { self.arena.restore(self.checkpoint) }
+    }
+}
+
+impl<A: Allocator> fmt::Debug for SyncScopeGuard<'_, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncScopeGuard")
+            .field("stats", &self.arena.stats())
+            .finish()
+    }
 }
 
 impl<A: Allocator> Drop for SyncArena<A> {
