@@ -272,10 +272,7 @@ fn a_sync_arena_scope_frees_what_threads_and_handles_allocated_in_it() {
     arena.with_scope(|scope| {
         scope.alloc_slice_fill_copy(n, 1u64);
     });
-    assert_eq!(
-        arena.stats().allocated_bytes_including_metadata,
-        held_after
-    );
+    assert_eq!(arena.stats().allocated_bytes_including_metadata, held_after);
 }
 
 #[test]

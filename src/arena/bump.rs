@@ -24,9 +24,9 @@ use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
     HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, chunks_until, min_chunk_size, ring,
 };
-use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
+use super::large::{LARGE_THRESHOLD, Large, LargeList, Resize, block_layout, resize_plan};
 use super::poison::{poison, unpoison};
-use super::retention::{Cycle, Plan, Recent, next_probe, plan};
+use super::retention::{Cycle, Decision, Plan, Recent, decide, next_probe, plan_for};
 use crate::error::Failure;
 use crate::reentry::{BackingCall, OnUnwind};
 
@@ -1293,15 +1293,11 @@ impl RawArena {
         }
     }
 
-    /// Grows or shrinks large block `b`, the caller's block of `old`, to `new`. While it stays at
-    /// least the threshold (or `settle` asks for it at any size) it stays a large block and keeps
-    /// its place in the list (its sequence number), however it moves: a scope or checkpoint that
-    /// began after it was made never frees it. A grow within the room the block was given takes
-    /// no call; otherwise the backing allocator's `grow`/`shrink` resizes it, or, when the block's
-    /// alignment changes, it moves to a new large block. Below the threshold (without `settle`)
-    /// it moves into the chunks, where its later `deallocate` and `grow` find it as they find
-    /// every block of that size. An empty `new` gives the block back. With `zeroed`, the bytes
-    /// past `old.size()` are zeroed. On failure (or unwind) nothing changes.
+    /// Grows or shrinks large block `b`, the caller's block of `old`, to `new`, as
+    /// [`resize_plan`] decides. While it stays a large block it keeps its place in the list (its
+    /// sequence number), however it moves: a scope or checkpoint that began after it was made
+    /// never frees it. With `zeroed`, the bytes past `old.size()` are zeroed. On failure (or
+    /// unwind) nothing changes.
     ///
     /// # Safety
     /// `b`'s data is the caller's live block of `old`, and `src` is the arena's source. With
@@ -1318,70 +1314,77 @@ impl RawArena {
         settle: bool,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
-        if new.size() == 0 {
-            self.note_peak(self.in_use());
-            self.large.unlink(b);
-            // SAFETY: `b` is unlinked, and the caller gives its block up for an empty one.
-            unsafe { self.release_large(b, src) };
-            return Ok(dangling(new.align()));
-        }
-        let (block, _) = block_layout(new).ok_or(Failure::CapacityOverflow)?;
         let old_block = b.layout();
-        let q = if new.size() < LARGE_THRESHOLD && !settle {
-            let q = self.alloc(new, src)?;
-            // SAFETY: `q` is a fresh block, distinct from `b`'s; both hold the bytes copied.
-            unsafe {
-                ptr::copy_nonoverlapping(b.data().as_ptr(), q.as_ptr(), old.size().min(new.size()))
-            };
-            self.large.unlink(b);
-            // SAFETY: `b` is unlinked, and its data was the caller's old block.
-            unsafe { self.release_large(b, src) };
-            q
-        } else if block.align() != old_block.align() {
-            self.check_limit(block.size())?;
-            let p = self.backing_call.run(|| src.allocate_large(block))?;
-            // SAFETY: a fresh block of `block`'s layout, ours alone.
-            let moved = unsafe { Large::init(p.cast(), block) };
-            // SAFETY: both blocks hold at least the bytes copied, and they are distinct.
-            unsafe {
-                ptr::copy_nonoverlapping(
-                    b.data().as_ptr(),
-                    moved.data().as_ptr(),
-                    old.size().min(new.size()),
-                )
-            };
-            self.large.replace(b, moved);
-            // SAFETY: `b` is unlinked, and its data was the caller's old block.
-            unsafe { self.release_large(b, src) };
-            moved.data()
-        } else if new.size() >= old.size() && block.size() <= old_block.size() {
-            // A grow within the room the block was given: in place, no call.
-            b.data()
-        } else {
-            if block.size() > old_block.size() {
-                self.check_limit(block.size() - old_block.size())?;
+        let q = match resize_plan(old_block, old, new, settle).ok_or(Failure::CapacityOverflow)? {
+            Resize::Free => {
+                self.note_peak(self.in_use());
+                self.large.unlink(b);
+                // SAFETY: `b` is unlinked, and the caller gives its block up for an empty one.
+                unsafe { self.release_large(b, src) };
+                return Ok(dangling(new.align()));
             }
-            // Unlinked while the backing allocator runs: it may move the block, or call back
-            // into this arena.
-            self.large.unlink(b);
-            // Should the backing allocator unwind, the block (still the caller's) goes back.
-            let relink = OnUnwind::new(|| self.large.reinsert(b));
-            // SAFETY: `b`'s block came from `src` with `old_block`; `block` has its alignment.
-            let resized = self
-                .backing_call
-                .run(|| unsafe { src.resize_large(b.block(), old_block, block) });
-            relink.disarm();
-            match resized {
-                Ok(p) => {
-                    // SAFETY: the block, moved or not, holds the old block's bytes (its header,
-                    // sequence number included, among them) and is of `block`'s layout.
-                    let b = unsafe { Large::resized(p.cast(), block) };
-                    self.large.reinsert(b);
-                    b.data()
+            Resize::IntoChunks => {
+                let q = self.alloc(new, src)?;
+                // SAFETY: `q` is a fresh block, distinct from `b`'s; both hold the bytes copied.
+                unsafe {
+                    ptr::copy_nonoverlapping(
+                        b.data().as_ptr(),
+                        q.as_ptr(),
+                        old.size().min(new.size()),
+                    )
+                };
+                self.large.unlink(b);
+                // SAFETY: `b` is unlinked, and its data was the caller's old block.
+                unsafe { self.release_large(b, src) };
+                q
+            }
+            Resize::NewBlock(block) => {
+                self.check_limit(block.size())?;
+                let p = self.backing_call.run(|| src.allocate_large(block))?;
+                // SAFETY: a fresh block of `block`'s layout, ours alone.
+                let moved = unsafe { Large::init(p.cast(), block) };
+                // SAFETY: both blocks hold at least the bytes copied, and they are distinct.
+                unsafe {
+                    ptr::copy_nonoverlapping(
+                        b.data().as_ptr(),
+                        moved.data().as_ptr(),
+                        old.size().min(new.size()),
+                    )
+                };
+                self.large.replace(b, moved);
+                // SAFETY: `b` is unlinked, and its data was the caller's old block.
+                unsafe { self.release_large(b, src) };
+                moved.data()
+            }
+            Resize::InPlace => b.data(),
+            Resize::Backing(block) => {
+                if block.size() > old_block.size() {
+                    self.check_limit(block.size() - old_block.size())?;
                 }
-                Err(e) => {
-                    self.large.reinsert(b);
-                    return Err(e);
+                // Unlinked while the backing allocator runs: it may move the block, or call back
+                // into this arena.
+                self.large.unlink(b);
+                // Should the backing allocator unwind, the block (still the caller's) goes back.
+                let relink = OnUnwind::new(|| self.large.reinsert(b));
+                // SAFETY: `b`'s block came from `src` with `old_block`; `block` has its
+                // alignment.
+                let resized = self
+                    .backing_call
+                    .run(|| unsafe { src.resize_large(b.block(), old_block, block) });
+                relink.disarm();
+                match resized {
+                    Ok(p) => {
+                        // SAFETY: the block, moved or not, holds the old block's bytes (its
+                        // header, sequence number included, among them) and is of `block`'s
+                        // layout.
+                        let b = unsafe { Large::resized(p.cast(), block) };
+                        self.large.reinsert(b);
+                        b.data()
+                    }
+                    Err(e) => {
+                        self.large.reinsert(b);
+                        return Err(e);
+                    }
                 }
             }
         };
@@ -1518,6 +1521,25 @@ impl RawArena {
         let Some(head) = self.head.get() else {
             return;
         };
+        let mut recent = self.recent.get();
+        let need = recent.record(now);
+        if head.next() == head
+            && probed != Some(true)
+            && decide(
+                head.capacity(),
+                recent.renewed,
+                now,
+                need,
+                self.reserved.get(),
+            ) == (Decision::Keep { plan: 0 })
+        {
+            // A loop that has settled: its one chunk, as it is (the plan, see `plan_for`).
+            self.recent.set(recent);
+            self.used_before.set(0);
+            self.set_current(head);
+            self.poison_ring(head);
+            return;
+        }
         // A cycle that moved on to further chunks and gave back all it had bumped in its last
         // one (a list freed from its newest node) reached an unknown height there: at most the
         // whole chunk. Should a roll-back the cycle's slow points saw have said less, the probe
@@ -1532,8 +1554,7 @@ impl RawArena {
         }
         // The largest chunk, the first of the ring on a tie.
         let keep = ring(head).fold(head, |l, x| if x.size() > l.size() { x } else { l });
-        let mut recent = self.recent.get();
-        let plan = plan(
+        let plan = plan_for(
             &mut recent,
             Cycle {
                 now,
@@ -1542,23 +1563,9 @@ impl RawArena {
                 largest: keep.capacity(),
                 reserved: self.reserved.get(),
             },
+            need,
         );
         self.recent.set(recent);
-        if head.next() == head
-            && probed != Some(true)
-            && plan
-                == (Plan::Keep {
-                    plan: 0,
-                    probe: None,
-                })
-        {
-            // A loop that has settled: its one chunk, as it is (a measured cycle takes the slow
-            // path, which restarts growth from the chunk).
-            self.used_before.set(0);
-            self.set_current(head);
-            self.poison_ring(head);
-            return;
-        }
         // SAFETY: forwarded from the caller.
         unsafe { self.reset_slow(keep, plan, src) }
     }

@@ -69,6 +69,45 @@ pub(crate) fn block_layout(data: Layout) -> Option<(Layout, usize)> {
     Some((Layout::from_size_align(size, align).ok()?, offset))
 }
 
+/// How a large block whose block has layout `block` goes from the caller's `old` layout to `new`
+/// (see [`resize_plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resize {
+    /// `new` is empty: the block goes back, the caller gets a dangling pointer.
+    Free,
+    /// `new` is below the threshold: the data moves into a block of the arena's chunks, where
+    /// the caller's later `deallocate` and `grow` (with a layout below the threshold, which is
+    /// never looked up among the large blocks) find it as any block of that size.
+    IntoChunks,
+    /// The alignment changes: the data moves to a new large block of this layout, which takes
+    /// the old block's place among the large blocks.
+    NewBlock(Layout),
+    /// `new` fits the room the block was given: nothing moves, no call.
+    InPlace,
+    /// The backing allocator grows or shrinks the block to this layout (keeping its place).
+    Backing(Layout),
+}
+
+/// The one decision both arenas make to resize a large block of layout `block` from the
+/// caller's `old` to `new`. With `settle` (a block its owner gives up for good, see
+/// `RawArena::shrink_settled`) it stays a large block at any size. `None` when `new`'s block
+/// layout overflows.
+pub(crate) fn resize_plan(block: Layout, old: Layout, new: Layout, settle: bool) -> Option<Resize> {
+    if new.size() == 0 {
+        return Some(Resize::Free);
+    }
+    let (wanted, _) = block_layout(new)?;
+    Some(if new.size() < LARGE_THRESHOLD && !settle {
+        Resize::IntoChunks
+    } else if wanted.align() != block.align() {
+        Resize::NewBlock(wanted)
+    } else if new.size() >= old.size() && wanted.size() <= block.size() {
+        Resize::InPlace
+    } else {
+        Resize::Backing(wanted)
+    })
+}
+
 /// Bytes of data a block of `block`'s layout (from [`block_layout`]) holds.
 pub(crate) fn data_size(block: Layout) -> usize {
     block.size() - offset_for(block.align())
@@ -344,6 +383,39 @@ impl LargeList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resize_plans() {
+        let l = |size, align| Layout::from_size_align(size, align).unwrap();
+        let big = l(100_001, 8);
+        let (block, _) = block_layout(big).unwrap();
+        assert_eq!(resize_plan(block, big, l(0, 8), false), Some(Resize::Free));
+        assert_eq!(
+            resize_plan(block, big, l(1000, 8), false),
+            Some(Resize::IntoChunks)
+        );
+        assert_eq!(
+            resize_plan(block, big, l(1000, 8), true),
+            Some(Resize::Backing(block_layout(l(1000, 8)).unwrap().0))
+        );
+        assert_eq!(
+            resize_plan(block, big, l(100_000, 64), false),
+            Some(Resize::NewBlock(block_layout(l(100_000, 64)).unwrap().0))
+        );
+        // The block was rounded up to 16 bytes: a grow into that is in place.
+        assert_eq!(
+            resize_plan(block, big, l(100_010, 8), false),
+            Some(Resize::InPlace)
+        );
+        assert_eq!(
+            resize_plan(block, big, l(200_000, 8), false),
+            Some(Resize::Backing(block_layout(l(200_000, 8)).unwrap().0))
+        );
+        assert_eq!(
+            resize_plan(block, big, l(isize::MAX as usize - 7, 8), false),
+            None
+        );
+    }
 
     #[test]
     fn block_layouts_hold_the_header_and_keep_the_data_aligned() {

@@ -31,7 +31,9 @@ pub(crate) use chunk::{
     CHUNK_ALIGN, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
 };
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
-pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
+pub(crate) use large::{
+    LARGE_THRESHOLD, Large, LargeList, Resize, block_layout, data_size, resize_plan,
+};
 #[cfg(test)]
 pub(crate) use retention::WINDOW;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]

@@ -175,8 +175,18 @@ pub(crate) enum Plan {
 
 /// The reset's whole decision (the rule of the module documentation), for the cycle that ends;
 /// records its need in `recent`.
+#[inline(always)]
 pub(crate) fn plan(recent: &mut Recent, cycle: Cycle) -> Plan {
     let need = recent.record(cycle.now);
+    plan_for(recent, cycle, need)
+}
+
+/// [`plan`] for a cycle whose need `recent` has recorded already, `need` being the window's
+/// largest. When the arena holds one chunk, the cycle hid nothing and did not meet a probe, the
+/// plan is to keep the chunk as it is exactly when [`decide`] says `Keep { plan: 0 }`: a reset's
+/// fast path asks that alone.
+#[inline(always)]
+pub(crate) fn plan_for(recent: &mut Recent, cycle: Cycle, need: usize) -> Plan {
     // A cycle of unknown need is sized for its bound: the next one fits (a renewed chunk gets a
     // probe at what is known, which measures it).
     let mut decision = decide(

@@ -9,9 +9,9 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::arena::{
-    ArenaStats, Checkpoint, ChunkSource, Core, Position, Cycle, HEADER_SIZE, LARGE_THRESHOLD, LargeList, Plan, Recent,
-    chunk_size_for, chunk_size_for_capacity, dangling, min_chunk_size, next_probe, plan, refuse,
-    satisfies,
+    ArenaStats, Checkpoint, ChunkSource, Core, Cycle, HEADER_SIZE, LARGE_THRESHOLD, LargeList,
+    Plan, Position, Recent, chunk_size_for, chunk_size_for_capacity, dangling, min_chunk_size,
+    next_probe, plan, refuse, satisfies,
 };
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
@@ -955,37 +955,47 @@ impl<A: Allocator> SyncArena<A> {
         if let Some(c) = take_spare(&mut chunks, layout) {
             return self.install(&mut chunks, c, layout);
         }
-        let (mut size, mut nominal) = self.new_chunk_size(&chunks, layout, how)?;
-        // A reset plans one chunk: a thread that comes for a chunk while this one takes it sizes
-        // its own by growth (and keeps it as a spare if this one is installed first), rather
-        // than both taking the planned size. A failure leaves the plan as it was, and so does a
-        // backing allocator that unwinds; a backing allocator out of memory for the planned
-        // chunk drops the plan, and the request gets a chunk sized as usual.
-        let mut plan = core::mem::take(&mut chunks.plan);
-        let c = loop {
-            let keep_plan = |chunks: &mut Chunks| {
-                if chunks.plan == 0 {
-                    chunks.plan = plan;
-                }
-            };
-            let taken;
-            (taken, chunks) = self.unlocked(chunks, size, || {
-                // Runs with the lock released (as `unlocked`'s own undo does).
-                let on_unwind = OnUnwind::new(|| keep_plan(&mut self.chunks.lock()));
-                let taken = self.take_block(size);
-                on_unwind.disarm();
-                taken
-            });
-            match taken {
-                Ok(c) => break c,
-                Err(Failure::OutOfMemory(_)) if plan != 0 => {
-                    plan = 0;
-                    (size, nominal) = self.new_chunk_size(&chunks, layout, how)?;
-                }
-                Err(e) => {
-                    keep_plan(&mut chunks);
-                    return Err(e);
-                }
+        self.place_in_new_chunk(chunks, layout, how)
+    }
+
+    /// The end of [`place_slow`](Self::place_slow): a new chunk for `layout`, taken with the lock
+    /// released, in which the request is bumped.
+    ///
+    /// A reset plans one chunk: a thread that comes for a chunk while this one takes it sizes its
+    /// own by growth (and keeps it as a spare if this one is installed first), rather than both
+    /// taking the planned size. A failure leaves the plan as it was, and so does a backing
+    /// allocator that unwinds; a backing allocator out of memory for the planned chunk drops the
+    /// plan, and the request gets a chunk sized as usual.
+    #[inline]
+    fn place_in_new_chunk<'s>(
+        &'s self,
+        mut chunks: MutexGuard<'s, Chunks>,
+        layout: Layout,
+        how: Placing,
+    ) -> Result<NonNull<u8>, Failure> {
+        let (size, nominal) = self.new_chunk_size(&chunks, layout, how)?;
+        let plan = core::mem::take(&mut chunks.plan);
+        let keep_plan = |chunks: &mut Chunks| {
+            if chunks.plan == 0 {
+                chunks.plan = plan;
+            }
+        };
+        let (taken, mut chunks) = self.unlocked(chunks, size, || {
+            // Runs with the lock released (as `unlocked`'s own undo does).
+            let on_unwind = OnUnwind::new(|| keep_plan(&mut self.chunks.lock()));
+            let taken = self.take_block(size);
+            on_unwind.disarm();
+            taken
+        });
+        let c = match taken {
+            Ok(c) => c,
+            // Sized as usual now (the plan stays taken).
+            Err(Failure::OutOfMemory(_)) if plan != 0 => {
+                return self.place_in_new_chunk(chunks, layout, how);
+            }
+            Err(e) => {
+                keep_plan(&mut chunks);
+                return Err(e);
             }
         };
         chunks.record(size, nominal);

@@ -17,7 +17,9 @@ use core::ptr::{self, NonNull};
 use allocator_api2::alloc::{AllocError, Allocator};
 
 use super::{Chunks, SyncArena};
-use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
+use crate::arena::{
+    LARGE_THRESHOLD, Large, LargeList, Resize, block_layout, dangling, data_size, resize_plan,
+};
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
 use crate::sync::shim::MutexGuard;
@@ -143,9 +145,9 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// Grows or shrinks the shared path's large block `b` (unlinked), the caller's block of
-    /// `old`, to `new`: through the backing allocator while it stays large with the same
-    /// alignment, else by moving it. On failure it is linked back unchanged; resized in place, it
-    /// goes back where it was in the list (it keeps its sequence number).
+    /// `old`, to `new`, as [`resize_plan`] decides (the arena's rule). On failure it is linked
+    /// back unchanged; while it stays a large block it goes back where it was in the list (it
+    /// keeps its sequence number).
     ///
     /// # Safety
     /// `b`'s data is the caller's live block of `old`.
@@ -161,27 +163,72 @@ impl<A: Allocator> SyncArena<A> {
         // Linked back when this fails, or when the backing allocator unwinds: it is still the
         // caller's block.
         let relink = OnUnwind::new(|| self.chunks.lock().large.reinsert(b));
-        let (block, _) = block_layout(new).ok_or(Failure::CapacityOverflow)?;
-        let q = if new.size() < LARGE_THRESHOLD || block.align() != b.layout().align() {
-            let q = self.place(new)?;
-            // SAFETY: `q` is fresh, distinct from `b`'s data; both hold the bytes copied.
-            unsafe {
-                ptr::copy_nonoverlapping(b.data().as_ptr(), q.as_ptr(), old.size().min(new.size()))
-            };
-            relink.disarm();
-            // SAFETY: the caller's old block, not used again.
-            unsafe { self.free_large(b) };
-            q
-        } else {
-            // SAFETY: `b` is unlinked, of its layout, and `block` has its alignment.
-            let p = unsafe { self.resize_large_block(b.block(), b.layout(), block) }?;
-            relink.disarm();
-            // SAFETY: the block holds the old block's bytes, header included.
-            let b = unsafe { Large::resized(p.cast(), block) };
-            // Read before the block is linked (see the module documentation).
-            let data = b.data();
-            self.chunks.lock().large.reinsert(b);
-            data
+        let old_block = b.layout();
+        let q = match resize_plan(old_block, old, new, false).ok_or(Failure::CapacityOverflow)? {
+            Resize::Free => {
+                relink.disarm();
+                // SAFETY: the caller gives its block up for an empty one; `b` is unlinked.
+                unsafe { self.free_large(b) };
+                return Ok(dangling(new.align()));
+            }
+            Resize::IntoChunks => {
+                let q = self.place(new)?;
+                // SAFETY: `q` is fresh, distinct from `b`'s data; both hold the bytes copied.
+                unsafe {
+                    ptr::copy_nonoverlapping(
+                        b.data().as_ptr(),
+                        q.as_ptr(),
+                        old.size().min(new.size()),
+                    )
+                };
+                relink.disarm();
+                // SAFETY: the caller's old block, not used again.
+                unsafe { self.free_large(b) };
+                q
+            }
+            Resize::NewBlock(block) => {
+                let p = self.take_large(block)?;
+                // SAFETY: a fresh block of `block`'s layout, ours alone.
+                let moved = unsafe { Large::init(p.cast(), block) };
+                // Read before the block is linked (see the module documentation).
+                let data = moved.data();
+                // SAFETY: both blocks hold at least the bytes copied, and they are distinct.
+                unsafe {
+                    ptr::copy_nonoverlapping(
+                        b.data().as_ptr(),
+                        data.as_ptr(),
+                        old.size().min(new.size()),
+                    )
+                };
+                relink.disarm();
+                {
+                    // The new block takes the old one's place (and sequence number).
+                    let chunks = self.chunks.lock();
+                    chunks.large.reinsert(b);
+                    chunks.large.replace(b, moved);
+                }
+                // SAFETY: `b` is unlinked again, and its data was the caller's old block.
+                unsafe { self.free_large(b) };
+                data
+            }
+            Resize::InPlace => {
+                relink.disarm();
+                // Read before the block is linked again (see the module documentation).
+                let data = b.data();
+                self.chunks.lock().large.reinsert(b);
+                data
+            }
+            Resize::Backing(block) => {
+                // SAFETY: `b` is unlinked, of its layout, and `block` has its alignment.
+                let p = unsafe { self.resize_large_block(b.block(), old_block, block) }?;
+                relink.disarm();
+                // SAFETY: the block holds the old block's bytes, header included.
+                let b = unsafe { Large::resized(p.cast(), block) };
+                // Read before the block is linked (see the module documentation).
+                let data = b.data();
+                self.chunks.lock().large.reinsert(b);
+                data
+            }
         };
         if zeroed && new.size() > old.size() {
             // SAFETY: `q` is writable for `new.size()` bytes.
