@@ -8,7 +8,7 @@
 #      every crate (the suites' memory mode, in a second build with the `meter` feature, whose
 #      global allocator counts: see benches/src/meter.rs), and the arenas' peaks over a sweep of
 #      block counts (benches/src/bin/memory_sweep.rs);
-#   4. SVG charts of the three (benches/src/bin/charts.rs, with plotters): per suite, each
+#   4. SVG charts of the three (benches/src/bin/charts/, with plotters): per suite, each
 #      crate's time, instructions and peak memory relative to the best crate of each row;
 #   5. the machine, the toolchain, the crate versions and how malloc was set up.
 #
@@ -259,7 +259,7 @@ splice_memory_section() {
   log "wrote the memory section of $out"
 }
 
-# Draws the charts of the data files given (options of benches/src/bin/charts.rs) into
+# Draws the charts of the data files given (options of benches/src/bin/charts/) into
 # $charts_dir, after removing the charts of the figures it redraws (`$1`: a glob of them).
 draw_charts() {
   local old=$1
@@ -394,7 +394,7 @@ charts_md() {
   echo "## Charts"
   echo
   echo "Each crate's figure relative to the best crate of each row (1.0x: the best; shorter is"
-  echo "better), drawn by \`benches/src/bin/charts.rs\` from the data of the tables below (SVG files"
+  echo "better), drawn by \`benches/src/bin/charts/\` from the data of the tables below (SVG files"
   echo "in \`$rel\`)."
   echo
   if [[ -f $charts_dir/workloads-time.svg ]]; then
