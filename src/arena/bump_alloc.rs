@@ -86,6 +86,23 @@ pub trait BumpAlloc: Core {
     where
         Self: 's;
 
+    /// All the statistics of the arena at once (every arena kind's `stats`), for generic code.
+    ///
+    /// ```
+    /// use arena_pool::{Arena, BumpAlloc, SyncArena};
+    ///
+    /// fn used<X: BumpAlloc + ?Sized>(arena: &X) -> usize {
+    ///     arena.alloc_slice_fill_copy(10, 0u8);
+    ///     arena.stats().used_bytes
+    /// }
+    ///
+    /// assert_eq!(used(&Arena::new()), 10);
+    /// assert_eq!(used(&SyncArena::new().local()), 10);
+    /// ```
+    fn stats(&self) -> crate::ArenaStats {
+        self.core_stats()
+    }
+
     /// Places `value` in the arena and returns a reference to it; the value is **never
     /// dropped** (for one with drop glue use `allocator_api2::boxed::Box::new_in(value, &arena)`).
     ///

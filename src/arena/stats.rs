@@ -89,19 +89,25 @@ macro_rules! stats_api {
 
             /// All the statistics at once.
             pub fn stats(&self) -> $crate::ArenaStats {
-                let raw = self.raw();
-                $crate::ArenaStats {
-                    chunks: raw.chunk_count(),
-                    large_blocks: raw.large_count(),
-                    large_bytes: raw.large_bytes(),
-                    used_bytes: raw.used_bytes(),
-                    allocated_bytes: raw.allocated_bytes(),
-                    allocated_bytes_including_metadata: raw.allocated_bytes_including_metadata(),
-                    chunk_capacity: raw.chunk_capacity(),
-                    allocation_limit: self.allocation_limit(),
-                }
+                self.raw().stats(self.allocation_limit())
             }
         }
     };
 }
 pub(crate) use stats_api;
+
+impl super::bump::RawArena {
+    /// The statistics of this bump state, with the allocation limit of its owner.
+    pub(crate) fn stats(&self, allocation_limit: Option<usize>) -> ArenaStats {
+        ArenaStats {
+            chunks: self.chunk_count(),
+            large_blocks: self.large_count(),
+            large_bytes: self.large_bytes(),
+            used_bytes: self.used_bytes(),
+            allocated_bytes: self.allocated_bytes(),
+            allocated_bytes_including_metadata: self.allocated_bytes_including_metadata(),
+            chunk_capacity: self.chunk_capacity(),
+            allocation_limit,
+        }
+    }
+}

@@ -16,6 +16,7 @@ use allocator_api2::alloc::AllocError;
 
 use super::bump::{RawArena, dangling};
 use super::chunk::ChunkSource;
+use super::stats::ArenaStats;
 use crate::error::Failure;
 
 /// The allocation primitives the typed API is written over. Implemented by every arena type of
@@ -101,6 +102,9 @@ pub trait Core {
         unsafe { self.core_shrink(p, old, new) }
     }
 
+    /// The statistics ([`BumpAlloc::stats`](crate::BumpAlloc::stats)).
+    fn core_stats(&self) -> ArenaStats;
+
     /// The position the next block would be bumped from (an address), for
     /// [`core_rewind`](Core::core_rewind).
     fn core_mark(&self) -> usize;
@@ -182,6 +186,10 @@ impl<X: OnRaw + ?Sized> Core for X {
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller; `src` is the arena's source.
         unsafe { self.raw().shrink_settled(p, old, new, self.src()) }
+    }
+
+    fn core_stats(&self) -> ArenaStats {
+        self.raw().stats(self.src().allocation_limit())
     }
 
     #[inline(always)]

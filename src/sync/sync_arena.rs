@@ -1714,6 +1714,10 @@ impl<A: Allocator> Core for SyncArena<A> {
     /// The shared path does not rewind padding: other threads may have bumped blocks between a
     /// mark and the block that follows it, so only the block itself is given back.
     #[inline(always)]
+    fn core_stats(&self) -> ArenaStats {
+        self.stats()
+    }
+
     fn core_mark(&self) -> usize {
         0
     }
