@@ -109,8 +109,7 @@ pub(crate) trait ChunkSource {
 
     /// Whether [`extend_chunk`](Self::extend_chunk) can ever hand out bytes: `false` for a
     /// backing allocator (the default), so that an arena over one compiles without the attempt
-    /// (its presence in `RawArena::move_last` alone made the request-handler workload 11% slower
-    /// at the same instruction count).
+    /// (on `RawArena::move_last`, a path that growing collections take).
     fn extends_chunks(&self) -> bool {
         false
     }

@@ -17,18 +17,9 @@
 //! Why the threshold is a fixed 64 KiB: below it a block stays a bump block, so small and
 //! mid-sized blocks keep bump speed and share chunks; at 64 KiB (16 pages) one backing call per
 //! block is small next to writing the block, and a growing collection has left behind only the
-//! chunks its smaller sizes took. Measured (peak bytes from the backing allocator, fresh arena):
-//!
-//! | threshold | `Vec<u64>` pushed to 100 000 | `HashMap<u64, u64>`, 100 000 inserts |
-//! |---|---|---|
-//! | 32 KiB | 1.04x the final buffer | 1.34x the final table |
-//! | **64 KiB** | **1.17x** | **1.36x** |
-//! | 128 KiB | 1.17x | 1.42x |
-//! | 256 KiB | 1.67x | 1.52x |
-//! | none (every block in a chunk) | 4.00x | 3.29x |
-//!
-//! The time of a `Vec<u64>` pushed to 1 000 000 elements did not change between 32 KiB and
-//! 256 KiB (and fell from 1.28x to 1.0x the system allocator's without large blocks).
+//! chunks its smaller sizes took. A lower threshold saves little more memory for a growing
+//! `Vec` or hash table, a higher one leaves their abandoned buffers in the chunks (the memory
+//! suite of `benches/` measures both).
 
 use core::alloc::Layout;
 use core::cell::Cell;

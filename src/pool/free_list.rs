@@ -34,8 +34,8 @@ impl FreeList {
     /// and at least a pointer long.
     #[inline(always)]
     pub(crate) unsafe fn push(&self, slot: NonNull<u8>) {
-        // The head is stored before the link: in a free-then-allocate loop (the pools suite's
-        // alloc + free rows, the replacement in a live set) this order measured faster.
+        // The head is stored before the link: in a free-then-allocate loop the next pop reads
+        // the head without waiting for the link's store.
         let next = self.head.replace(Some(slot));
         // SAFETY: the caller gives up the slot, which is big and aligned enough for the link.
         unsafe { slot.cast::<Option<NonNull<u8>>>().write(next) };

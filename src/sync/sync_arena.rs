@@ -1671,9 +1671,8 @@ impl<A: Allocator> Core for SyncArena<A> {
 
     /// [`place`](SyncArena::place), the shared path's own allocation (an empty layout gets its
     /// dangling pointer from the cold path): the same work as the provided method, in the shape
-    /// the optimizer lays out best in a caller's loop. Through `core_bump` and `core_alloc_slow`,
-    /// a loop of `alloc(u64)` took one jump more per call (pools suite, `threads: alloc(u64)`
-    /// rows: 32.10 instructions per call against 30.86).
+    /// the optimizer lays out best in a caller's loop: through `core_bump` and `core_alloc_slow`,
+    /// a loop of `alloc(u64)` takes one jump more per call.
     #[inline(always)]
     fn core_alloc(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         self.place(layout)

@@ -397,8 +397,8 @@ impl<A: Allocator> SyncPool<A> {
     }
 
     /// Runs `f` on the shard pool that holds `p`, under that shard's lock (the thread's own
-    /// shard is tried first); `None` when no shard holds `p`. Always inlined: through a call, a
-    /// free measured 13 to 16 instructions more (callgrind, the pools suite).
+    /// shard is tried first); `None` when no shard holds `p`. Always inlined: it is the whole of
+    /// a free's work, and a call would add its frame to every free.
     #[inline(always)]
     fn with_owner<R>(&self, p: NonNull<u8>, f: impl FnOnce(&Pool<Backing<A>>) -> R) -> Option<R> {
         let s = self.shared();
