@@ -524,6 +524,31 @@ pub fn assert_unwound_unchanged(
     );
 }
 
+/// [`assert_unwound_unchanged`] for a `SyncArena` after a typed fill through one of its
+/// `LocalArena` handles: the fill's first block may have taken the rest of the shared chunk as
+/// the handle's new piece (no backing call) before a later request of the fill unwound, and the
+/// handle keeps that piece. So bytes may move from the chunk's room to `used_bytes`, and nothing
+/// else may change: no chunk, no large block, no byte held more.
+pub fn assert_unwound_within_chunk(
+    before: &arena_pool::ArenaStats,
+    after: &arena_pool::ArenaStats,
+    what: &dyn std::fmt::Debug,
+) {
+    assert!(
+        after.used_bytes >= before.used_bytes
+            && after.used_bytes + after.chunk_capacity == before.used_bytes + before.chunk_capacity,
+        "{what:?}, unwound by the backing allocator, took more than the shared chunk's room: \
+         {before:?} -> {after:?}"
+    );
+    let mut after = *after;
+    after.used_bytes = before.used_bytes;
+    after.chunk_capacity = before.chunk_capacity;
+    assert_eq!(
+        &after, before,
+        "{what:?}, unwound by the backing allocator, changed the arena"
+    );
+}
+
 /// A requested size, as the fuzzer picks it.
 #[derive(Arbitrary, Clone, Copy, Debug)]
 pub enum Size {
