@@ -22,7 +22,8 @@ use allocator_api2::alloc::AllocError;
 
 use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
-    HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, chunks_until, min_chunk_size, ring,
+    HEADER_SIZE, NewChunk, chunk_size_for_capacity, chunks_until, min_chunk_size, new_chunk_size,
+    ring,
 };
 use super::large::{LARGE_THRESHOLD, Large, LargeList, Resize, block_layout, resize_plan};
 use super::poison::{poison, unpoison};
@@ -475,31 +476,19 @@ impl RawArena {
         planned: bool,
         src: &S,
     ) -> Result<Chunk, Failure> {
-        let (mut size, mut nominal) =
-            chunk_size_for(layout, self.growth.get().min(self.growth_cap), slack)
-                .ok_or(Failure::CapacityOverflow)?;
-        // A chunk a reset planned, to hold a whole cycle (see `retention`), when it holds this
-        // request: sized by what the cycles needed rather than by growth.
-        if planned {
-            if let Some((planned, planned_nominal)) = chunk_size_for_capacity(self.plan.get()) {
-                if min_chunk_size(layout).is_some_and(|own| own <= planned) {
-                    (size, nominal) = (planned, planned_nominal);
-                }
-            }
-        }
-        if let Some(limit) = self.limit.get() {
-            let left = limit.saturating_sub(self.held_total());
-            if size > left {
-                // The smallest chunk that still holds the request keeps the limit honest.
-                let needed = min_chunk_size(layout).ok_or(Failure::CapacityOverflow)?;
-                if needed > left {
-                    return Err(Failure::LimitReached { limit });
-                }
-                size = left & !(CHUNK_ALIGN - 1);
-                // Growth counts what was taken, not what was wanted.
-                nominal = nominal.min(size);
-            }
-        }
+        // A chunk a reset planned holds a whole cycle (see `retention`): sized by what the
+        // cycles needed rather than by growth.
+        let (mut size, mut nominal) = new_chunk_size(NewChunk {
+            layout,
+            growth: self.growth.get().min(self.growth_cap),
+            slack,
+            own: false,
+            plan: if planned { self.plan.get() } else { 0 },
+            limit: self
+                .limit
+                .get()
+                .map(|limit| (limit, limit.saturating_sub(self.held_total()))),
+        })?;
         // A source holding a rest of its own (a `SyncArena`'s current chunk, for a handle's
         // piece) gives it when the request fits there (a growing block with room to grow to
         // twice its size). A piece sized by growth alone would leave that rest behind and take

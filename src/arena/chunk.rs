@@ -313,6 +313,60 @@ pub(crate) fn chunk_size_for(layout: Layout, growth: usize, slack: bool) -> Opti
     })
 }
 
+/// What a new chunk is for, for [`new_chunk_size`]: both arenas size their chunks with it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewChunk {
+    /// The request the chunk must hold wherever it lands.
+    pub(crate) layout: Layout,
+    /// The growth state (see [`chunk_size_for`]).
+    pub(crate) growth: usize,
+    /// The request is a growing block: room to grow (see [`chunk_size_for`]).
+    pub(crate) slack: bool,
+    /// A chunk of exactly the request's own size rather than a regular one (a `LocalArena`'s
+    /// piece of a `SyncArena`'s chunk: the handle's pieces grow as chunks do).
+    pub(crate) own: bool,
+    /// Usable bytes of the chunk a reset planned for a whole cycle (0: none), taken when it holds
+    /// the request.
+    pub(crate) plan: usize,
+    /// The allocation limit, and the bytes left under it (counting what is held and being
+    /// taken), when one is set.
+    pub(crate) limit: Option<(usize, usize)>,
+}
+
+/// The block size and nominal size (for the growth state) of a new chunk: regular, or the
+/// request's own, or the planned one when it holds the request; capped by the bytes left under
+/// the limit, down to the smallest chunk that holds the request (growth then counts what was
+/// taken). Fails when the size overflows or the limit leaves too little.
+#[inline(always)]
+pub(crate) fn new_chunk_size(c: NewChunk) -> Result<(usize, usize), Failure> {
+    // The request's own chunk is worked out only where it is needed (the regular size is
+    // the common case, and `chunk_size_for` finds it by itself).
+    let own = || min_chunk_size(c.layout).ok_or(Failure::CapacityOverflow);
+    let (mut size, mut nominal) = if c.own {
+        let own = own()?;
+        (own, own)
+    } else {
+        chunk_size_for(c.layout, c.growth, c.slack).ok_or(Failure::CapacityOverflow)?
+    };
+    if c.plan != 0 {
+        if let Some((planned, planned_nominal)) = chunk_size_for_capacity(c.plan) {
+            if own()? <= planned {
+                (size, nominal) = (planned, planned_nominal);
+            }
+        }
+    }
+    if let Some((limit, left)) = c.limit {
+        if size > left {
+            if own()? > left {
+                return Err(Failure::LimitReached { limit });
+            }
+            size = left & !(CHUNK_ALIGN - 1);
+            nominal = nominal.min(size);
+        }
+    }
+    Ok((size, nominal))
+}
+
 /// The smallest block size whose chunk holds `layout` wherever the block lands; `None` when it
 /// overflows or is not a valid layout.
 pub(crate) fn min_chunk_size(layout: Layout) -> Option<usize> {
@@ -454,6 +508,48 @@ mod tests {
             assert!(nominal % SIZE_UNIT == 0, "{capacity}");
             assert!(nominal <= 8 * PAGE || nominal % PAGE == 0, "{capacity}");
         }
+    }
+
+    #[test]
+    fn a_new_chunk_is_regular_own_or_planned_and_within_the_limit() {
+        let small = Layout::new::<u64>();
+        let req = |layout, own, plan, limit| NewChunk {
+            layout,
+            growth: 4096,
+            slack: false,
+            own,
+            plan,
+            limit,
+        };
+        let regular = chunk_size_for(small, 4096, false).unwrap();
+        assert_eq!(
+            new_chunk_size(req(small, false, 0, None)).ok(),
+            Some(regular)
+        );
+        let own = min_chunk_size(small).unwrap();
+        assert_eq!(
+            new_chunk_size(req(small, true, 0, None)).ok(),
+            Some((own, own))
+        );
+        // A plan that holds the request is taken; one that does not is not.
+        let planned = chunk_size_for_capacity(100_000).unwrap();
+        assert_eq!(
+            new_chunk_size(req(small, false, 100_000, None)).ok(),
+            Some(planned)
+        );
+        let big = Layout::from_size_align(200_000, 8).unwrap();
+        assert_eq!(
+            new_chunk_size(req(big, false, 100_000, None)).ok(),
+            chunk_size_for(big, 4096, false)
+        );
+        // Under a limit: capped to what is left, down to the request's own chunk, else refused.
+        let (size, nominal) =
+            new_chunk_size(req(small, false, 100_000, Some((1 << 20, 5000)))).unwrap();
+        assert_eq!((size, nominal), (4992, planned.1.min(4992)));
+        assert!(matches!(
+            new_chunk_size(req(small, false, 0, Some((64, 16)))),
+            Err(Failure::LimitReached { limit: 64 })
+        ));
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub(crate) use chunk::ChunkSource;
 // Used by `crate::sync` (feature `std`) only.
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use chunk::{
-    CHUNK_ALIGN, HEADER_SIZE, chunk_size_for, chunk_size_for_capacity, min_chunk_size,
+    CHUNK_ALIGN, HEADER_SIZE, NewChunk, chunk_size_for_capacity, min_chunk_size, new_chunk_size,
 };
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use large::{

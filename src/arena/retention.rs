@@ -176,6 +176,7 @@ pub(crate) enum Plan {
 /// The reset's whole decision (the rule of the module documentation), for the cycle that ends;
 /// records its need in `recent`.
 #[inline(always)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `SyncArena`
 pub(crate) fn plan(recent: &mut Recent, cycle: Cycle) -> Plan {
     let need = recent.record(cycle.now);
     plan_for(recent, cycle, need)

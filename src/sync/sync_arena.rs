@@ -10,7 +10,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::arena::{
     ArenaStats, Checkpoint, ChunkSource, Core, Cycle, HEADER_SIZE, LARGE_THRESHOLD, LargeList,
-    Plan, Position, Recent, chunk_size_for, chunk_size_for_capacity, dangling, min_chunk_size,
+    NewChunk, Plan, Position, Recent, chunk_size_for_capacity, dangling, min_chunk_size,
     next_probe, plan, refuse, satisfies,
 };
 use crate::error::Failure;
@@ -1125,38 +1125,21 @@ impl<A: Allocator> SyncArena<A> {
             layout.align(),
         )
         .map_err(|_| Failure::CapacityOverflow)?;
-        let (mut size, mut nominal) = chunk_size_for(padded, chunks.growth, how == Placing::Grown)
-            .ok_or(Failure::CapacityOverflow)?;
-        if how == Placing::Piece {
+        crate::arena::new_chunk_size(NewChunk {
+            layout: padded,
+            growth: chunks.growth,
+            slack: how == Placing::Grown,
             // A piece gets a chunk that it fills (see `Placing::Piece`).
-            let own = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
-            (size, nominal) = (own, own);
-        }
-        // A chunk a reset planned, to hold a whole cycle.
-        if chunks.plan != 0 {
-            if let Some((planned, planned_nominal)) = chunks
-                .plan
-                .checked_add(EXTRA_HEADER)
-                .and_then(chunk_size_for_capacity)
-            {
-                if planned > size {
-                    (size, nominal) = (planned, planned_nominal);
-                }
-            }
-        }
-        if let Some(limit) = chunks.limit {
-            let left = limit.saturating_sub(chunks.held + chunks.pending + chunks.large_bytes);
-            if size > left {
-                // The smallest chunk that still holds the request.
-                let needed = min_chunk_size(padded).ok_or(Failure::CapacityOverflow)?;
-                if needed > left {
-                    return Err(Failure::LimitReached { limit });
-                }
-                size = left & !(CHUNK_ALIGN - 1);
-                nominal = nominal.min(size);
-            }
-        }
-        Ok((size, nominal))
+            own: how == Placing::Piece,
+            plan: match chunks.plan {
+                0 => 0,
+                plan => plan.saturating_add(EXTRA_HEADER),
+            },
+            limit: chunks.limit.map(|limit| {
+                let held = chunks.held + chunks.pending + chunks.large_bytes;
+                (limit, limit.saturating_sub(held))
+            }),
+        })
     }
 
     /// Takes a block of `size` bytes from the backing allocator and makes it a chunk (not linked,
