@@ -348,7 +348,9 @@ impl<A: Allocator> SizeClassPool<A> {
 
     // ----- the Allocator rules -----
 
-    #[inline]
+    /// `Allocator::allocate`. Always inlined: a grow that moves a block (`relocate`) allocates
+    /// through it, and its class test and free-list pop are the whole of the common case.
+    #[inline(always)]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         match self.class(layout) {
             Some(class) => Ok(NonNull::slice_from_raw_parts(
