@@ -135,7 +135,7 @@ unsafe impl<A: Allocator> Allocator for crate::SyncArena<A> {
         new_layout: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
-        unsafe { self.shrink_impl(ptr, old_layout, new_layout) }
+        unsafe { self.shrink_impl(ptr, old_layout, new_layout, false) }
     }
 }
 

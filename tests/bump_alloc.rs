@@ -271,6 +271,37 @@ fn into_slice_outlives_the_handle() {
     assert_eq!(evens[1], 2);
 }
 
+/// `into_slice` of a `Vec` that outgrew the chunks, on both arenas: the block shrinks through
+/// the backing allocator and stays a large block at any length (never moved into the chunks,
+/// where a checkpoint taken after it was made would free it).
+#[test]
+fn into_slice_of_a_large_vec_keeps_its_large_block() {
+    fn check<X: BumpAlloc>(arena: &X, into_slice: impl FnOnce(Vec<u8, &X>) -> &mut [u8])
+    where
+        for<'a> &'a X: arena_pool::allocator_api2::alloc::Allocator,
+    {
+        let mut v = Vec::with_capacity_in(200_000, arena);
+        v.extend_from_slice(&[7; 100]);
+        let before = arena.stats();
+        assert_eq!(before.large_blocks, 1);
+        assert!(before.large_bytes >= 200_000);
+        let s = into_slice(v);
+        assert_eq!(s, &[7; 100][..]);
+        let after = arena.stats();
+        assert_eq!(after.large_blocks, 1, "the block left the large blocks");
+        assert!(after.large_bytes < 1024, "kept {} bytes", after.large_bytes);
+        // Nothing moved into the chunks.
+        assert_eq!(
+            (after.chunks, after.used_bytes),
+            (before.chunks, before.used_bytes)
+        );
+    }
+    let arena = Arena::new();
+    check(&arena, Arena::into_slice);
+    let shared = SyncArena::new();
+    check(&shared, SyncArena::into_slice);
+}
+
 #[test]
 fn into_slice_gives_the_unused_capacity_back() {
     let arena = Arena::new();

@@ -20,16 +20,18 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::AllocError;
 
+use super::budget::Budget;
 use super::chunk::{
     CHUNK_ALIGN, Chunk, ChunkSource, FIRST_CHUNK_BLOCK, FIRST_CHUNK_ROOM, FIRST_CHUNK_SIZE,
     HEADER_SIZE, NewChunk, chunk_size_for_capacity, chunks_until, min_chunk_size, new_chunk_size,
     ring,
 };
-use super::large::{LARGE_THRESHOLD, Large, LargeList, Resize, block_layout, resize_plan};
+use super::large::{LARGE_THRESHOLD, Large, LargeList, block_layout};
 use super::poison::{poison, unpoison};
+use super::resize::{self, Front};
 use super::retention::{Cycle, Decision, Plan, Recent, decide, next_probe, plan_for};
 use crate::error::Failure;
-use crate::reentry::{BackingCall, OnUnwind};
+use crate::reentry::BackingCall;
 
 /// The state of an arena's bump position and chunk list. Every `Arena` starts with one (so that an
 /// `ArenaRef` can find it at offset 0).
@@ -484,10 +486,7 @@ impl RawArena {
             slack,
             own: false,
             plan: if planned { self.plan.get() } else { 0 },
-            limit: self
-                .limit
-                .get()
-                .map(|limit| (limit, limit.saturating_sub(self.held_total()))),
+            limit: self.budget().headroom(),
         })?;
         // A source holding a rest of its own (a `SyncArena`'s current chunk, for a handle's
         // piece) gives it when the request fits there (a growing block with room to grow to
@@ -587,11 +586,7 @@ impl RawArena {
     ) -> Result<(), Failure> {
         debug_assert!(self.chunk.get().is_none());
         let (size, nominal) = chunk_size_for_capacity(capacity).ok_or(Failure::CapacityOverflow)?;
-        if let Some(limit) = self.limit.get() {
-            if size > limit {
-                return Err(Failure::LimitReached { limit });
-            }
-        }
+        self.budget().admit(size)?;
         let c = self.take_block(size, nominal, src)?;
         self.set_current(c);
         self.reserved.set(c.capacity());
@@ -854,7 +849,7 @@ impl RawArena {
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         // SAFETY: forwarded from the caller.
-        let grown = unsafe { self.grow_moving(p, old, new, zeroed, src) };
+        let grown = unsafe { resize::grow(&RawFront::new(self, src), p, old, new, zeroed) };
         if ALLOCATOR {
             if let Err(f) = grown {
                 // Everything the attempt did is undone: the arena may panic now.
@@ -862,42 +857,6 @@ impl RawArena {
             }
         }
         grown
-    }
-
-    /// The body of [`grow_elsewhere`](Self::grow_elsewhere): moves the block. Changes nothing
-    /// when it fails.
-    ///
-    /// # Safety
-    /// As for [`grow`](Self::grow).
-    #[inline(always)]
-    unsafe fn grow_moving<S: ChunkSource + ?Sized>(
-        &self,
-        p: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-        zeroed: bool,
-        src: &S,
-    ) -> Result<NonNull<u8>, Failure> {
-        let q = if let Some(start) = self.last_start(p, old.size()) {
-            // SAFETY: `[start, ptr)` is the last block and holds `old.size()` live bytes.
-            unsafe { self.move_last(start, new, old.size(), src) }?
-        } else if let Some(b) = self.find_large(p, old) {
-            // SAFETY: `b` is the caller's block, of `old`; `new` is larger.
-            return unsafe { self.resize_large(b, old, new, zeroed, false, src) };
-        } else {
-            let q = self.alloc(new, src)?;
-            // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
-            // overlap `p`; `p` is readable for `old.size()` bytes, `q` writable for more.
-            unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
-            poison(p.as_ptr(), p.as_ptr().wrapping_add(old.size()));
-            q
-        };
-        if zeroed {
-            // SAFETY: `q` is writable for `new.size()` bytes; the tail past `old.size()` is
-            // written through a raw pointer, never through a reference to uninitialised memory.
-            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
-        }
-        Ok(q)
     }
 
     /// Shrinks a block: the last block gives its tail back in place; any other block keeps its
@@ -961,12 +920,13 @@ impl RawArena {
         // SAFETY: `p` was allocated with `old` (the contract).
         if !unsafe { satisfies(p, old, new) } {
             // SAFETY: forwarded from the caller.
-            return unsafe { self.shrink_elsewhere::<S, ALLOCATOR>(p, old, new, src) };
+            return unsafe { self.shrink_elsewhere::<S, ALLOCATOR, SETTLE>(p, old, new, src) };
         }
         let Some(start) = self.last_start(p, old.size()) else {
             if old.size() >= LARGE_THRESHOLD {
+                // Possibly a large block.
                 // SAFETY: forwarded from the caller.
-                return unsafe { self.shrink_not_last::<S, ALLOCATOR, SETTLE>(p, old, new, src) };
+                return unsafe { self.shrink_elsewhere::<S, ALLOCATOR, SETTLE>(p, old, new, src) };
             }
             // The caller may keep using the whole block.
             return Ok(NonNull::slice_from_raw_parts(p, old.size()));
@@ -978,38 +938,29 @@ impl RawArena {
         Ok(NonNull::slice_from_raw_parts(start, new.size()))
     }
 
-    /// The rest of [`shrink`](Self::shrink): the new alignment is larger than `p` has, so the
-    /// block moves.
+    /// The rest of [`shrink`](Self::shrink) (see [`resize::shrink`]): a large block shrinks
+    /// through the backing allocator (with `SETTLE`, staying a large block at any size), and a
+    /// block that needs a larger alignment moves.
     ///
     /// # Safety
-    /// As for [`shrink`](Self::shrink).
+    /// As for [`shrink`](Self::shrink), and with `SETTLE` as for
+    /// [`shrink_settled`](Self::shrink_settled).
     #[cold]
     #[inline(never)]
-    unsafe fn shrink_elsewhere<S: ChunkSource + ?Sized, const ALLOCATOR: bool>(
+    unsafe fn shrink_elsewhere<
+        S: ChunkSource + ?Sized,
+        const ALLOCATOR: bool,
+        const SETTLE: bool,
+    >(
         &self,
         p: NonNull<u8>,
         old: Layout,
         new: Layout,
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let q = if let Some(start) = self.last_start(p, old.size()) {
-            // SAFETY: `[start, ptr)` is the last block; its first `new.size()` bytes are kept.
-            unsafe { self.move_last(start, new, new.size(), src) }
-                .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?
-        } else if let Some(b) = self.find_large(p, old) {
-            // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
-            unsafe { self.resize_large(b, old, new, false, false, src) }
-                .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?
-        } else {
-            let q = self
-                .alloc(new, src)
-                .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?;
-            // SAFETY: `q` is fresh, after every live block, so it does not overlap `p`.
-            unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), new.size()) };
-            poison(p.as_ptr(), p.as_ptr().wrapping_add(old.size()));
-            q
-        };
-        Ok(NonNull::slice_from_raw_parts(q, new.size()))
+        // SAFETY: forwarded from the caller.
+        unsafe { resize::shrink(&RawFront::new(self, src), p, old, new, SETTLE) }
+            .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))
     }
 
     /// Re-places the last block `[start, ptr)` for `new`, keeping its first `keep` bytes: first
@@ -1151,14 +1102,17 @@ impl RawArena {
         self.held.get() + self.large.bytes()
     }
 
+    /// What the arena holds from the backing allocator, and its limit.
+    fn budget(&self) -> Budget {
+        Budget {
+            limit: self.limit.get(),
+            held: self.held_total(),
+        }
+    }
+
     /// Fails when `more` bytes from the backing allocator would pass the limit.
     fn check_limit(&self, more: usize) -> Result<(), Failure> {
-        match self.limit.get() {
-            Some(limit) if more > limit.saturating_sub(self.held_total()) => {
-                Err(Failure::LimitReached { limit })
-            }
-            _ => Ok(()),
-        }
+        self.budget().admit(more)
     }
 
     /// Whether a reset planned a chunk that holds `layout`: a loop whose cycles needed more than
@@ -1178,17 +1132,7 @@ impl RawArena {
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
-        self.check_limit(block.size())?;
-        self.take_large(block, src)
-    }
-
-    /// Takes a large block of `block`'s layout (from `block_layout`) and links it in.
-    fn take_large<S: ChunkSource + ?Sized>(
-        &self,
-        block: Layout,
-        src: &S,
-    ) -> Result<NonNull<u8>, Failure> {
-        let p = self.backing_call.run(|| src.allocate_large(block))?;
+        let p = self.take_large(block, 0, src)?;
         // SAFETY: a fresh block of `block`'s layout, ours alone.
         let b = unsafe { Large::init(p.cast(), block) };
         self.large.push(b);
@@ -1196,14 +1140,17 @@ impl RawArena {
         Ok(b.data())
     }
 
-    /// The large block whose data is the caller's block `p` of `old`, if it is one (only a block
-    /// of at least the threshold can be).
-    #[inline(always)]
-    fn find_large(&self, p: NonNull<u8>, old: Layout) -> Option<Large> {
-        if old.size() < LARGE_THRESHOLD {
-            return None;
-        }
-        self.large.find(p, old.align())
+    /// Takes a block of `block`'s layout (from `block_layout`) from `src` for a large block,
+    /// within the limit with `detached` bytes held beside those counted (a large block being
+    /// resized, out of the list meanwhile); not linked.
+    fn take_large<S: ChunkSource + ?Sized>(
+        &self,
+        block: Layout,
+        detached: usize,
+        src: &S,
+    ) -> Result<NonNull<[u8]>, Failure> {
+        self.check_limit(block.size().saturating_add(detached))?;
+        self.backing_call.run(|| src.allocate_large(block))
     }
 
     /// Gives `b`, unlinked from the list, back to the backing allocator.
@@ -1249,141 +1196,6 @@ impl RawArena {
             }
             None => poison(p.as_ptr(), p.as_ptr().wrapping_add(layout.size())),
         }
-    }
-
-    /// `shrink` of a block that is not the last one, of at least the threshold: a large block
-    /// shrinks through the backing allocator (with `SETTLE`, staying a large block at any size),
-    /// a bump block keeps its place and length.
-    ///
-    /// # Safety
-    /// As for [`shrink`](Self::shrink), and with `SETTLE` as for
-    /// [`shrink_settled`](Self::shrink_settled).
-    #[cold]
-    #[inline(never)]
-    unsafe fn shrink_not_last<
-        S: ChunkSource + ?Sized,
-        const ALLOCATOR: bool,
-        const SETTLE: bool,
-    >(
-        &self,
-        p: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-        src: &S,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        match self.large.find(p, old.align()) {
-            Some(b) => {
-                // SAFETY: `b` is the caller's block, of `old`; `new` is smaller.
-                let q = unsafe { self.resize_large(b, old, new, false, SETTLE, src) }
-                    .map_err(|f| shrink_failed::<S, ALLOCATOR>(f, src))?;
-                Ok(NonNull::slice_from_raw_parts(q, new.size()))
-            }
-            None => Ok(NonNull::slice_from_raw_parts(p, old.size())),
-        }
-    }
-
-    /// Grows or shrinks large block `b`, the caller's block of `old`, to `new`, as
-    /// [`resize_plan`] decides. While it stays a large block it keeps its place in the list (its
-    /// sequence number), however it moves: a scope or checkpoint that began after it was made
-    /// never frees it. With `zeroed`, the bytes past `old.size()` are zeroed. On failure (or
-    /// unwind) nothing changes.
-    ///
-    /// # Safety
-    /// `b`'s data is the caller's live block of `old`, and `src` is the arena's source. With
-    /// `settle`, the block is never resized or deallocated again (see
-    /// [`shrink_settled`](Self::shrink_settled)).
-    #[cold]
-    #[inline(never)]
-    unsafe fn resize_large<S: ChunkSource + ?Sized>(
-        &self,
-        b: Large,
-        old: Layout,
-        new: Layout,
-        zeroed: bool,
-        settle: bool,
-        src: &S,
-    ) -> Result<NonNull<u8>, Failure> {
-        let old_block = b.layout();
-        let q = match resize_plan(old_block, old, new, settle).ok_or(Failure::CapacityOverflow)? {
-            Resize::Free => {
-                self.note_peak(self.in_use());
-                self.large.unlink(b);
-                // SAFETY: `b` is unlinked, and the caller gives its block up for an empty one.
-                unsafe { self.release_large(b, src) };
-                return Ok(dangling(new.align()));
-            }
-            Resize::IntoChunks => {
-                let q = self.alloc(new, src)?;
-                // SAFETY: `q` is a fresh block, distinct from `b`'s; both hold the bytes copied.
-                unsafe {
-                    ptr::copy_nonoverlapping(
-                        b.data().as_ptr(),
-                        q.as_ptr(),
-                        old.size().min(new.size()),
-                    )
-                };
-                self.large.unlink(b);
-                // SAFETY: `b` is unlinked, and its data was the caller's old block.
-                unsafe { self.release_large(b, src) };
-                q
-            }
-            Resize::NewBlock(block) => {
-                self.check_limit(block.size())?;
-                let p = self.backing_call.run(|| src.allocate_large(block))?;
-                // SAFETY: a fresh block of `block`'s layout, ours alone.
-                let moved = unsafe { Large::init(p.cast(), block) };
-                // SAFETY: both blocks hold at least the bytes copied, and they are distinct.
-                unsafe {
-                    ptr::copy_nonoverlapping(
-                        b.data().as_ptr(),
-                        moved.data().as_ptr(),
-                        old.size().min(new.size()),
-                    )
-                };
-                self.large.replace(b, moved);
-                // SAFETY: `b` is unlinked, and its data was the caller's old block.
-                unsafe { self.release_large(b, src) };
-                moved.data()
-            }
-            Resize::InPlace => b.data(),
-            Resize::Backing(block) => {
-                if block.size() > old_block.size() {
-                    self.check_limit(block.size() - old_block.size())?;
-                }
-                // Unlinked while the backing allocator runs: it may move the block, or call back
-                // into this arena.
-                self.large.unlink(b);
-                // Should the backing allocator unwind, the block (still the caller's) goes back.
-                let relink = OnUnwind::new(|| self.large.reinsert(b));
-                // SAFETY: `b`'s block came from `src` with `old_block`; `block` has its
-                // alignment.
-                let resized = self
-                    .backing_call
-                    .run(|| unsafe { src.resize_large(b.block(), old_block, block) });
-                relink.disarm();
-                match resized {
-                    Ok(p) => {
-                        // SAFETY: the block, moved or not, holds the old block's bytes (its
-                        // header, sequence number included, among them) and is of `block`'s
-                        // layout.
-                        let b = unsafe { Large::resized(p.cast(), block) };
-                        self.large.reinsert(b);
-                        b.data()
-                    }
-                    Err(e) => {
-                        self.large.reinsert(b);
-                        return Err(e);
-                    }
-                }
-            }
-        };
-        if zeroed && new.size() > old.size() {
-            // SAFETY: `q` is writable for `new.size()` bytes; the tail is written through a raw
-            // pointer.
-            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
-        }
-        self.note_peak(self.in_use());
-        Ok(q)
     }
 
     // ----- positions, scopes and reset -----
@@ -1810,6 +1622,125 @@ impl RawArena {
 
     pub(crate) fn set_panic_on_limit(&self, panic: bool) {
         self.panic_on_limit.set(panic);
+    }
+}
+
+/// The arena's answers to the shared resize ([`resize::Front`]), with its source. A large block
+/// being resized is out of the list meanwhile; its bytes (`detached`) still count against the
+/// limit.
+struct RawFront<'a, S: ?Sized> {
+    raw: &'a RawArena,
+    src: &'a S,
+    detached: Cell<usize>,
+}
+
+impl<'a, S: ChunkSource + ?Sized> RawFront<'a, S> {
+    #[inline(always)]
+    fn new(raw: &'a RawArena, src: &'a S) -> Self {
+        RawFront {
+            raw,
+            src,
+            detached: Cell::new(0),
+        }
+    }
+
+    /// `b` is back in the list, or gone: its bytes are counted there, or no longer held.
+    fn attach(&self, b: Large) {
+        self.detached.set(self.detached.get() - b.layout().size());
+    }
+}
+
+impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
+    #[inline(always)]
+    fn unlink_large(&self, p: NonNull<u8>, layout: Layout) -> Option<Large> {
+        if layout.size() < LARGE_THRESHOLD {
+            return None;
+        }
+        let raw = self.raw;
+        let b = raw.large.find(p, layout.align())?;
+        // The cycle had the block in use up to now (see `retention`).
+        raw.note_peak(raw.in_use());
+        raw.large.unlink(b);
+        self.detached.set(self.detached.get() + b.layout().size());
+        Some(b)
+    }
+
+    #[inline(always)]
+    unsafe fn move_last(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        keep: usize,
+    ) -> Option<Result<NonNull<u8>, Failure>> {
+        let start = self.raw.last_start(p, old.size())?;
+        // SAFETY: `[start, ptr)` is the last block of the scope, holding the caller's bytes, and
+        // `keep <= new.size()` (the caller).
+        Some(unsafe { self.raw.move_last(start, new, keep, self.src) })
+    }
+
+    #[inline(always)]
+    unsafe fn move_to_fresh(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        keep: usize,
+        _grows: bool,
+    ) -> Result<NonNull<u8>, Failure> {
+        let q = self.raw.alloc(new, self.src)?;
+        // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
+        // overlap `p`; `p` is readable and `q` writable for `keep` bytes (the caller).
+        unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), keep) };
+        // Not the last block (or it would have been moved by `move_last`): its bytes stay used
+        // until the chunk is reused.
+        poison(p.as_ptr(), p.as_ptr().wrapping_add(old.size()));
+        Ok(q)
+    }
+
+    fn alloc_in_chunks(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        self.raw.alloc(layout, self.src)
+    }
+
+    fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.raw.take_large(block, self.detached.get(), self.src)
+    }
+
+    unsafe fn resize_large_block(&self, b: Large, block: Layout) -> Result<NonNull<[u8]>, Failure> {
+        let old_block = b.layout();
+        if block.size() > old_block.size() {
+            // The block's bytes are among the detached ones until it is linked back.
+            self.raw
+                .check_limit(self.detached.get() + (block.size() - old_block.size()))?;
+        }
+        // SAFETY: `b`'s block came from `src` with `old_block` (the caller); `block` has its
+        // alignment.
+        let resized = self
+            .raw
+            .backing_call
+            .run(|| unsafe { self.src.resize_large(b.block(), old_block, block) })?;
+        self.detached
+            .set(self.detached.get() - old_block.size() + block.size());
+        Ok(resized)
+    }
+
+    unsafe fn free_large(&self, b: Large) {
+        self.attach(b);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.raw.release_large(b, self.src) };
+    }
+
+    fn link_large(&self, b: Large) {
+        self.attach(b);
+        self.raw.large.reinsert(b);
+        self.raw.note_peak(self.raw.in_use());
+    }
+
+    fn link_large_for(&self, old: Large, new: Large) {
+        // `new`'s bytes are counted by the list from now on, and `old`'s by the limit until it
+        // is freed: `detached` keeps them.
+        self.raw.large.reinsert_for(old, new);
+        self.raw.note_peak(self.raw.in_use());
     }
 }
 

@@ -311,11 +311,10 @@ impl LargeList {
         self.data.set(self.data.get() + block.data_size());
     }
 
-    /// Puts `new`, a fresh block that takes over `old`'s data, in `old`'s place in the list (with
-    /// its sequence number), and takes `old` out (it is then the caller's to free).
-    pub(crate) fn replace(&self, old: Large, new: Large) {
+    /// Links `new`, a fresh block that took over the data of `old` (unlinked), where `old` was:
+    /// with its sequence number.
+    pub(crate) fn reinsert_for(&self, old: Large, new: Large) {
         new.set_seq(old.seq());
-        self.unlink(old);
         self.reinsert(new);
     }
 

@@ -1,10 +1,12 @@
 //! [`Arena`]: a chunked bump allocator that bumps upward, and [`ArenaRef`], the scoped view of it.
 
+pub(crate) mod budget;
 mod bump;
 mod bump_alloc;
 mod chunk;
 mod large;
 pub(crate) mod poison;
+pub(crate) mod resize;
 mod retention;
 mod scope;
 mod stats;
@@ -17,6 +19,8 @@ use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 
 use crate::error::Failure;
 
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
+pub(crate) use budget::Budget;
 #[cfg(feature = "std")]
 pub(crate) use bump::satisfies;
 pub(crate) use bump::{RawArena, dangling};
@@ -31,9 +35,7 @@ pub(crate) use chunk::{
     CHUNK_ALIGN, HEADER_SIZE, NewChunk, chunk_size_for_capacity, min_chunk_size, new_chunk_size,
 };
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
-pub(crate) use large::{
-    LARGE_THRESHOLD, Large, LargeList, Resize, block_layout, data_size, resize_plan,
-};
+pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
 #[cfg(test)]
 pub(crate) use retention::WINDOW;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]

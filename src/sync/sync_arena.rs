@@ -8,9 +8,10 @@ use core::ptr::{self, NonNull};
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::arena::resize::{self, Front};
 use crate::arena::{
-    ArenaStats, Checkpoint, ChunkSource, Core, Cycle, HEADER_SIZE, LARGE_THRESHOLD, LargeList,
-    NewChunk, Plan, Position, Recent, chunk_size_for_capacity, dangling, min_chunk_size,
+    ArenaStats, Budget, Checkpoint, ChunkSource, Core, Cycle, HEADER_SIZE, LARGE_THRESHOLD,
+    LargeList, NewChunk, Plan, Position, Recent, chunk_size_for_capacity, dangling, min_chunk_size,
     next_probe, plan, refuse, satisfies,
 };
 use crate::error::Failure;
@@ -255,6 +256,15 @@ impl Chunks {
             chunk: c,
             met: false,
         });
+    }
+
+    /// What the arena holds from the backing allocator (the bytes being taken included), and
+    /// its limit.
+    fn budget(&self) -> Budget {
+        Budget {
+            limit: self.limit,
+            held: self.held + self.pending + self.large_bytes,
+        }
     }
 
     /// Counts a chunk of `size` bytes just taken, of `nominal` bytes for the growth state.
@@ -1135,10 +1145,7 @@ impl<A: Allocator> SyncArena<A> {
                 0 => 0,
                 plan => plan.saturating_add(EXTRA_HEADER),
             },
-            limit: chunks.limit.map(|limit| {
-                let held = chunks.held + chunks.pending + chunks.large_bytes;
-                (limit, limit.saturating_sub(held))
-            }),
+            limit: chunks.budget().headroom(),
         })
     }
 
@@ -1381,7 +1388,7 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
         new: Layout,
     ) -> Result<NonNull<[u8]>, Failure> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.resize_large_block(ptr, old, new) }
+        unsafe { self.backing_resize(ptr, old, new) }
     }
 
     fn allocation_limit(&self) -> Option<usize> {
@@ -1470,8 +1477,8 @@ impl<A: Allocator> SyncArena<A> {
         false
     }
 
-    /// The rest of [`grow_impl`](Self::grow_impl): a large block grows through the backing
-    /// allocator; any other block moves to a fresh one.
+    /// The rest of [`grow_impl`](Self::grow_impl) (see [`resize::grow`]): a large block grows
+    /// through the backing allocator; any other block moves to a fresh one.
     ///
     /// # Safety
     /// The `Allocator::grow` contract.
@@ -1485,7 +1492,7 @@ impl<A: Allocator> SyncArena<A> {
         zeroed: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller.
-        match unsafe { self.move_grown(p, old, new, zeroed) } {
+        match unsafe { resize::grow(self, p, old, new, zeroed) } {
             Ok(q) => Ok(NonNull::slice_from_raw_parts(q, new.size())),
             // The `Allocator` method's answer: `AllocError`, or the limit's panic when asked.
             Err(f) => Err(refuse(f, || self)),
@@ -1506,55 +1513,7 @@ impl<A: Allocator> SyncArena<A> {
         new: Layout,
     ) -> Result<NonNull<u8>, Failure> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.move_grown(p, old, new, false) }
-    }
-
-    /// The body of [`grow_elsewhere`](Self::grow_elsewhere) and
-    /// [`grow_moving`](Self::grow_moving).
-    ///
-    /// # Safety
-    /// The `Allocator::grow` contract.
-    #[inline(always)]
-    unsafe fn move_grown(
-        &self,
-        p: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-        zeroed: bool,
-    ) -> Result<NonNull<u8>, Failure> {
-        if let Some(b) = self.unlink_large(p, old) {
-            // SAFETY: `b` is the caller's block, of `old`.
-            return unsafe { self.resize_large(b, old, new, zeroed) };
-        }
-        // A probe in the way moves up, so that the last block grows where it is.
-        // SAFETY: forwarded from the caller.
-        if self.raise_probe_for(p, old, new) && unsafe { self.grow_in_place(p, old, new, zeroed) } {
-            return Ok(p);
-        }
-        let left = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
-        let q = self.place_as(new, Placing::Grown)?;
-        // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`; `p` is
-        // readable for `old.size()` bytes and `q` writable for more.
-        unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size()) };
-        // The old block goes back when it was the last of the chunk the grow left (copied
-        // first: once given back, another thread may bump over it). The compare-and-swap
-        // succeeds only when its end is that chunk's cursor, so when nothing was bumped after
-        // it there (`q` was not: it went to another chunk, or after the cursor).
-        if old.size() != 0 {
-            if let Some(c) = left {
-                // `p + old` ends the caller's block, so it does not overflow.
-                if c.move_cursor(p.addr().get() + old.size(), p.addr().get())
-                    && old.size() >= LARGE_THRESHOLD
-                {
-                    self.note_rollback(old.size());
-                }
-            }
-        }
-        if zeroed {
-            // SAFETY: `q` is writable for `new.size()` bytes.
-            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
-        }
-        Ok(q)
+        unsafe { resize::grow(self, p, old, new, false) }
     }
 
     /// Moves a probe on the current chunk up so that the block `[p, p + old)`, when it is the
@@ -1581,31 +1540,34 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// `Allocator::shrink`: gives the tail back when the block is last (no stack frame on this
-    /// path); otherwise [`shrink_elsewhere`](Self::shrink_elsewhere).
+    /// path); otherwise [`shrink_elsewhere`](Self::shrink_elsewhere). With `settle`, as
+    /// `Core::core_shrink_settled`.
     ///
     /// # Safety
-    /// The `Allocator::shrink` contract.
+    /// The `Allocator::shrink` contract; with `settle`, the block is not resized or deallocated
+    /// afterwards.
     #[inline(always)]
     pub(crate) unsafe fn shrink_impl(
         &self,
         p: NonNull<u8>,
         old: Layout,
         new: Layout,
+        settle: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: `p` was allocated with `old` (the contract).
         if unsafe { satisfies(p, old, new) } && self.shrink_last(p, old.size(), new.size()) {
             return Ok(NonNull::slice_from_raw_parts(p, new.size()));
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.shrink_elsewhere(p, old, new) }
+        unsafe { self.shrink_elsewhere(p, old, new, settle) }
     }
 
-    /// The rest of [`shrink_impl`](Self::shrink_impl): a large block shrinks through the backing
-    /// allocator; any other block keeps its place and length, and moves only for a larger
-    /// alignment.
+    /// The rest of [`shrink_impl`](Self::shrink_impl) (see [`resize::shrink`]): a large block
+    /// shrinks through the backing allocator; any other block keeps its place and length, and
+    /// moves only for a larger alignment.
     ///
     /// # Safety
-    /// The `Allocator::shrink` contract.
+    /// As for [`shrink_impl`](Self::shrink_impl).
     #[cold]
     #[inline(never)]
     unsafe fn shrink_elsewhere(
@@ -1613,22 +1575,16 @@ impl<A: Allocator> SyncArena<A> {
         p: NonNull<u8>,
         old: Layout,
         new: Layout,
+        settle: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        if let Some(b) = self.unlink_large(p, old) {
-            // SAFETY: `b` is the caller's block, of `old`.
-            let q =
-                unsafe { self.resize_large(b, old, new, false) }.map_err(|f| refuse(f, || self))?;
-            return Ok(NonNull::slice_from_raw_parts(q, new.size()));
-        }
-        // SAFETY: `p` was allocated with `old` (the contract).
-        if unsafe { satisfies(p, old, new) } {
-            // Not last: the caller may keep using the whole block.
-            return Ok(NonNull::slice_from_raw_parts(p, old.size()));
-        }
-        let q = self.place(new).map_err(|f| refuse(f, || self))?;
-        // SAFETY: fresh block, no overlap; `new.size() <= old.size()` bytes are readable.
-        unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), new.size()) };
-        Ok(NonNull::slice_from_raw_parts(q, new.size()))
+        // SAFETY: forwarded from the caller.
+        unsafe { resize::shrink(self, p, old, new, settle) }.map_err(|f| refuse(f, || self))
+    }
+
+    /// The chunk being bumped, if any.
+    #[inline(always)]
+    fn current_chunk(&self) -> Option<Chunk> {
+        NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk)
     }
 }
 
@@ -1690,7 +1646,18 @@ impl<A: Allocator> Core for SyncArena<A> {
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.shrink_impl(p, old, new) }
+        unsafe { self.shrink_impl(p, old, new, false) }
+    }
+
+    #[inline(always)]
+    unsafe fn core_shrink_settled(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.shrink_impl(p, old, new, true) }
     }
 
     /// The shared path does not rewind padding: other threads may have bumped blocks between a

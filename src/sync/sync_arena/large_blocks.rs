@@ -16,10 +16,9 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator};
 
-use super::{Chunks, SyncArena};
-use crate::arena::{
-    LARGE_THRESHOLD, Large, LargeList, Resize, block_layout, dangling, data_size, resize_plan,
-};
+use super::{Chunks, Placing, SyncArena};
+use crate::arena::resize::Front;
+use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
 use crate::sync::shim::MutexGuard;
@@ -33,18 +32,13 @@ impl<A: Allocator> SyncArena<A> {
         call: impl FnOnce() -> R,
     ) -> Result<(R, MutexGuard<'_, Chunks>), Failure> {
         let chunks = self.chunks.lock();
-        if let Some(limit) = chunks.limit {
-            let held = chunks.held + chunks.pending + chunks.large_bytes;
-            if size > limit.saturating_sub(held) {
-                return Err(Failure::LimitReached { limit });
-            }
-        }
+        chunks.budget().admit(size)?;
         Ok(self.unlocked(chunks, size, call))
     }
 
     /// Takes a large block of `block`'s layout (from `block_layout`) from the backing allocator
     /// and counts it.
-    pub(super) fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
+    pub(super) fn take_large_block(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
         let (p, mut chunks) = self.with_pending(block.size(), || self.alloc.allocate(block))?;
         let p = p.map_err(|AllocError| Failure::OutOfMemory(block))?;
         chunks.large_bytes += block.size();
@@ -57,8 +51,8 @@ impl<A: Allocator> SyncArena<A> {
     /// Gives a large block of `block`'s layout back to the backing allocator and uncounts it.
     ///
     /// # Safety
-    /// `p` is a large block of `block` taken by [`take_large`](Self::take_large) or resized by
-    /// [`resize_large_block`](Self::resize_large_block), unlinked and not used again.
+    /// `p` is a large block of `block` taken by [`take_large_block`](Self::take_large_block) or
+    /// resized by [`backing_resize`](Self::backing_resize), unlinked and not used again.
     pub(super) unsafe fn give_large(&self, p: NonNull<u8>, block: Layout) {
         // Uncounted once the backing allocator returns, and also when it unwinds: no list holds
         // the block any more (it is leaked at worst), and the limit must not count it for ever.
@@ -77,7 +71,7 @@ impl<A: Allocator> SyncArena<A> {
     ///
     /// # Safety
     /// `p` is a live large block of `old`, unlinked, and `new` has `old`'s alignment.
-    pub(super) unsafe fn resize_large_block(
+    pub(super) unsafe fn backing_resize(
         &self,
         p: NonNull<u8>,
         old: Layout,
@@ -104,7 +98,7 @@ impl<A: Allocator> SyncArena<A> {
     #[inline(never)]
     pub(super) fn place_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
-        let p = self.take_large(block)?;
+        let p = self.take_large_block(block)?;
         // SAFETY: a fresh block of `block`'s layout, ours alone.
         let b = unsafe { Large::init(p.cast(), block) };
         // Read before the block is linked (see the module documentation).
@@ -114,16 +108,7 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// The shared path's large block whose data is the caller's block `p` of `layout`, taken out
-    /// of the list (the caller frees it or links it back); only a block of at least the
-    /// threshold can be one.
-    #[inline(always)]
-    pub(super) fn unlink_large(&self, p: NonNull<u8>, layout: Layout) -> Option<Large> {
-        if layout.size() < LARGE_THRESHOLD {
-            return None;
-        }
-        self.unlink_large_slow(p, layout)
-    }
-
+    /// of the list (see [`Front::unlink_large`]).
     #[cold]
     #[inline(never)]
     fn unlink_large_slow(&self, p: NonNull<u8>, layout: Layout) -> Option<Large> {
@@ -131,110 +116,6 @@ impl<A: Allocator> SyncArena<A> {
         let b = chunks.large.find(p, layout.align())?;
         chunks.large.unlink(b);
         Some(b)
-    }
-
-    /// Frees the shared path's large block `b`, unlinked.
-    ///
-    /// # Safety
-    /// `b` came from this arena's list and its data is not used again.
-    #[cold]
-    #[inline(never)]
-    pub(super) unsafe fn free_large(&self, b: Large) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.give_large(b.block(), b.layout()) }
-    }
-
-    /// Grows or shrinks the shared path's large block `b` (unlinked), the caller's block of
-    /// `old`, to `new`, as [`resize_plan`] decides (the arena's rule). On failure it is linked
-    /// back unchanged; while it stays a large block it goes back where it was in the list (it
-    /// keeps its sequence number).
-    ///
-    /// # Safety
-    /// `b`'s data is the caller's live block of `old`.
-    #[cold]
-    #[inline(never)]
-    pub(super) unsafe fn resize_large(
-        &self,
-        b: Large,
-        old: Layout,
-        new: Layout,
-        zeroed: bool,
-    ) -> Result<NonNull<u8>, Failure> {
-        // Linked back when this fails, or when the backing allocator unwinds: it is still the
-        // caller's block.
-        let relink = OnUnwind::new(|| self.chunks.lock().large.reinsert(b));
-        let old_block = b.layout();
-        let q = match resize_plan(old_block, old, new, false).ok_or(Failure::CapacityOverflow)? {
-            Resize::Free => {
-                relink.disarm();
-                // SAFETY: the caller gives its block up for an empty one; `b` is unlinked.
-                unsafe { self.free_large(b) };
-                return Ok(dangling(new.align()));
-            }
-            Resize::IntoChunks => {
-                let q = self.place(new)?;
-                // SAFETY: `q` is fresh, distinct from `b`'s data; both hold the bytes copied.
-                unsafe {
-                    ptr::copy_nonoverlapping(
-                        b.data().as_ptr(),
-                        q.as_ptr(),
-                        old.size().min(new.size()),
-                    )
-                };
-                relink.disarm();
-                // SAFETY: the caller's old block, not used again.
-                unsafe { self.free_large(b) };
-                q
-            }
-            Resize::NewBlock(block) => {
-                let p = self.take_large(block)?;
-                // SAFETY: a fresh block of `block`'s layout, ours alone.
-                let moved = unsafe { Large::init(p.cast(), block) };
-                // Read before the block is linked (see the module documentation).
-                let data = moved.data();
-                // SAFETY: both blocks hold at least the bytes copied, and they are distinct.
-                unsafe {
-                    ptr::copy_nonoverlapping(
-                        b.data().as_ptr(),
-                        data.as_ptr(),
-                        old.size().min(new.size()),
-                    )
-                };
-                relink.disarm();
-                {
-                    // The new block takes the old one's place (and sequence number).
-                    let chunks = self.chunks.lock();
-                    chunks.large.reinsert(b);
-                    chunks.large.replace(b, moved);
-                }
-                // SAFETY: `b` is unlinked again, and its data was the caller's old block.
-                unsafe { self.free_large(b) };
-                data
-            }
-            Resize::InPlace => {
-                relink.disarm();
-                // Read before the block is linked again (see the module documentation).
-                let data = b.data();
-                self.chunks.lock().large.reinsert(b);
-                data
-            }
-            Resize::Backing(block) => {
-                // SAFETY: `b` is unlinked, of its layout, and `block` has its alignment.
-                let p = unsafe { self.resize_large_block(b.block(), old_block, block) }?;
-                relink.disarm();
-                // SAFETY: the block holds the old block's bytes, header included.
-                let b = unsafe { Large::resized(p.cast(), block) };
-                // Read before the block is linked (see the module documentation).
-                let data = b.data();
-                self.chunks.lock().large.reinsert(b);
-                data
-            }
-        };
-        if zeroed && new.size() > old.size() {
-            // SAFETY: `q` is writable for `new.size()` bytes.
-            unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
-        }
-        Ok(q)
     }
 
     /// Takes over a dropped handle's large blocks: they live until reset or drop.
@@ -250,5 +131,92 @@ impl<A: Allocator> SyncArena<A> {
             // SAFETY: `&mut self`: no block of the arena is used again.
             unsafe { self.free_large(b) };
         }
+    }
+}
+
+/// The shared path's answers to the shared resize ([`Front`]): blocks are placed on the shared
+/// path, and the list changes under the lock.
+impl<A: Allocator> Front for SyncArena<A> {
+    #[inline(always)]
+    fn unlink_large(&self, p: NonNull<u8>, layout: Layout) -> Option<Large> {
+        if layout.size() < LARGE_THRESHOLD {
+            return None;
+        }
+        self.unlink_large_slow(p, layout)
+    }
+
+    unsafe fn move_last(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        _keep: usize,
+    ) -> Option<Result<NonNull<u8>, Failure>> {
+        // A probe in the way moves up, so that the last block grows where it is.
+        // SAFETY: forwarded from the caller.
+        (new.size() > old.size()
+            && self.raise_probe_for(p, old, new)
+            && unsafe { self.grow_in_place(p, old, new, false) })
+        .then_some(Ok(p))
+    }
+
+    unsafe fn move_to_fresh(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+        keep: usize,
+        grows: bool,
+    ) -> Result<NonNull<u8>, Failure> {
+        let left = self.current_chunk();
+        let q = if grows {
+            self.place_as(new, Placing::Grown)?
+        } else {
+            self.place(new)?
+        };
+        // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`; `p`
+        // is readable and `q` writable for `keep` bytes (the caller).
+        unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), keep) };
+        // The old block goes back when it was the last of the chunk the request left (copied
+        // first: once given back, another thread may bump over it). The compare-and-swap
+        // succeeds only when its end is that chunk's cursor, so when nothing was bumped after
+        // it there (`q` was not: it went to another chunk, or after the cursor).
+        if old.size() != 0 {
+            if let Some(c) = left {
+                // `p + old` ends the caller's block, so it does not overflow.
+                if c.move_cursor(p.addr().get() + old.size(), p.addr().get())
+                    && old.size() >= LARGE_THRESHOLD
+                {
+                    self.note_rollback(old.size());
+                }
+            }
+        }
+        Ok(q)
+    }
+
+    fn alloc_in_chunks(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        self.place(layout)
+    }
+
+    fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.take_large_block(block)
+    }
+
+    unsafe fn resize_large_block(&self, b: Large, block: Layout) -> Result<NonNull<[u8]>, Failure> {
+        // SAFETY: forwarded from the caller; `block` has `b`'s alignment.
+        unsafe { self.backing_resize(b.block(), b.layout(), block) }
+    }
+
+    unsafe fn free_large(&self, b: Large) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.give_large(b.block(), b.layout()) }
+    }
+
+    fn link_large(&self, b: Large) {
+        self.chunks.lock().large.reinsert(b);
+    }
+
+    fn link_large_for(&self, old: Large, new: Large) {
+        self.chunks.lock().large.reinsert_for(old, new);
     }
 }
