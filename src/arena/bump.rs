@@ -207,7 +207,7 @@ impl RawArena {
     // ----- the fast path -----
 
     /// Bumps `layout` in the current chunk: the one branch of the fast path. An empty layout
-    /// bumps too (by its alignment padding); [`alloc`](Self::alloc) gives empty layouts a
+    /// bumps too (by its alignment padding); [`alloc_block`](Self::alloc_block) gives empty layouts a
     /// dangling pointer before they get here.
     ///
     /// The end check cannot overflow. On 64-bit targets every chunk lies below address
@@ -256,7 +256,7 @@ impl RawArena {
     /// any other is bumped, or takes the cold path. For a layout known at compile time the
     /// empty-layout test folds away.
     #[inline(always)]
-    pub(crate) fn alloc<S: ChunkSource + ?Sized>(
+    pub(crate) fn alloc_block<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
         src: &S,
@@ -611,7 +611,7 @@ impl RawArena {
         Some(ptr.with_addr(p.addr()))
     }
 
-    /// [`alloc`](Self::alloc) for the `Allocator` methods: the failure is answered on the cold
+    /// [`alloc_block`](Self::alloc_block) for the `Allocator` methods: the failure is answered on the cold
     /// path ([`alloc_slow_or_refuse`](Self::alloc_slow_or_refuse)).
     #[inline(always)]
     fn allocator_alloc<S: ChunkSource + ?Sized>(
@@ -1470,7 +1470,7 @@ impl RawArena {
             self.uncount(c);
             // SAFETY: a spare holds no live block, it is out of the ring and the counts, and the
             // caller vouches for `src`.
-            unsafe { self.give_back(c, src) };
+            unsafe { self.free_chunk(c, src) };
         }
     }
 
@@ -1503,10 +1503,10 @@ impl RawArena {
         for x in chunks_until(head.next(), head) {
             // SAFETY: the caller guarantees no block is used again; the arena no longer refers
             // to any chunk.
-            unsafe { self.give_back(x, src) };
+            unsafe { self.free_chunk(x, src) };
         }
         // SAFETY: as above.
-        unsafe { self.give_back(head, src) };
+        unsafe { self.free_chunk(head, src) };
     }
 
     /// Takes chunk `c` out of the counts of what the arena holds.
@@ -1522,7 +1522,7 @@ impl RawArena {
     /// # Safety
     /// Nothing of the arena refers to `c` any more (not its ring, position or counts), `c` holds
     /// no live block, and it came from `src`.
-    unsafe fn give_back<S: ChunkSource + ?Sized>(&self, c: Chunk, src: &S) {
+    unsafe fn free_chunk<S: ChunkSource + ?Sized>(&self, c: Chunk, src: &S) {
         let layout = c.block_layout();
         unpoison(c.start().as_ptr(), c.end().as_ptr());
         // SAFETY: the block came from `src` with this alignment and its returned length.
@@ -1688,7 +1688,7 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
         keep: usize,
         _grows: bool,
     ) -> Result<NonNull<u8>, Failure> {
-        let q = self.raw.alloc(new, self.src)?;
+        let q = self.raw.alloc_block(new, self.src)?;
         // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
         // overlap `p`; `p` is readable and `q` writable for `keep` bytes (the caller).
         unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), keep) };
@@ -1699,7 +1699,7 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
     }
 
     fn alloc_in_chunks(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.raw.alloc(layout, self.src)
+        self.raw.alloc_block(layout, self.src)
     }
 
     fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {

@@ -241,7 +241,7 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
         let (from, to) = self.raw.free_range();
         // The shared arena hands these bytes out without poisoning (ASan builds).
         crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
-        if self.shared.give_back(from, to) {
+        if self.shared.release_bump(from, to) {
             // A roll-back on the shared chunk hides what the handle used above `from` (its own
             // blocks rolled back inside its piece): the shared arena's reset must see it. When
             // the piece hands out nothing, how far it reached is unknown, and it counts in full

@@ -21,7 +21,7 @@ use crate::sync::LocalArena;
 mod large_blocks;
 
 /// The header at the start of every chunk of a [`SyncArena`].
-struct SharedChunk {
+struct SharedHeader {
     /// Address of the next free byte. Only moved by compare-and-swap (or under `&mut`).
     cursor: AtomicUsize,
     /// Where bumps stop (an address): the chunk's end, or below it while a reset's probe holds
@@ -30,16 +30,16 @@ struct SharedChunk {
     limit: AtomicUsize,
     /// Size of the block taken from the backing allocator; written before the chunk is linked
     /// or published, fixed after. The chunk's usable bytes end where the block does
-    /// ([`Chunk::end`]: not stored, so the header stays 32 bytes).
+    /// ([`SharedChunk::end`]: not stored, so the header stays 32 bytes).
     size: usize,
     /// The next chunk of the list this chunk is on (used chunks, newest first; or spares).
     /// Read and written only under the lock or `&mut SyncArena` (the lists are the lock's).
-    next: Option<NonNull<SharedChunk>>,
+    next: Option<NonNull<SharedHeader>>,
 }
 
 /// Offset of a chunk's first usable byte: the header, rounded up so that data starts aligned to
 /// the chunk's alignment (under loom, whose atomics are larger, the header is too).
-const DATA_OFFSET: usize = size_of::<SharedChunk>().next_multiple_of(CHUNK_ALIGN);
+const DATA_OFFSET: usize = size_of::<SharedHeader>().next_multiple_of(CHUNK_ALIGN);
 /// Alignment of every chunk block, hence of every chunk's first usable byte.
 const CHUNK_ALIGN: usize = crate::arena::CHUNK_ALIGN;
 /// Header bytes beyond the `Arena`'s chunk header (zero except under loom): added to a request so
@@ -53,17 +53,17 @@ const _: () = assert!(EXTRA_HEADER == 0);
 
 /// A handle to a chunk (the block's own pointer, which carries its provenance).
 ///
-/// The header is reached one field at a time, never as a whole `&SharedChunk`: a thread that
+/// The header is reached one field at a time, never as a whole `&SharedHeader`: a thread that
 /// reaches the chunk without the lock (through `current`) uses its atomics (`cursor`, `limit`)
 /// and reads `size`, while `next` is only read and written under the lock (or `&mut`), so that
 /// relinking a list never writes memory that a thread without the lock reads.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Chunk(NonNull<SharedChunk>);
+struct SharedChunk(NonNull<SharedHeader>);
 
-impl Chunk {
+impl SharedChunk {
     /// The cursor, for any thread that reaches the chunk.
     fn cursor(&self) -> &AtomicUsize {
-        // SAFETY: a `Chunk` is only made for an initialised header, and the arena keeps the block
+        // SAFETY: a `SharedChunk` is only made for an initialised header, and the arena keeps the block
         // until `&mut self` methods or drop, none of which runs while a `&self` borrow (and so a
         // chunk handle in use) is alive. The reference covers the atomic field only.
         unsafe { &(*self.0.as_ptr()).cursor }
@@ -76,7 +76,7 @@ impl Chunk {
     }
 
     /// Links this chunk to `next`. Only under the lock or `&mut SyncArena`.
-    fn set_next(&self, next: Option<Chunk>) {
+    fn set_next(&self, next: Option<SharedChunk>) {
         // SAFETY: the header is initialised and kept (as in `cursor`); `next` is read and written
         // only under the lock or `&mut self` (see `next`), which the caller holds, so this write
         // excludes every other access to it, and no reference to the field (or to the whole
@@ -85,10 +85,10 @@ impl Chunk {
     }
 
     /// The next chunk of the list. Only under the lock or `&mut SyncArena`.
-    fn next(&self) -> Option<Chunk> {
+    fn next(&self) -> Option<SharedChunk> {
         // SAFETY: as in `set_next`: the caller holds the lock or `&mut`, which orders this read
         // after every write of the field.
-        unsafe { (*self.0.as_ptr()).next.map(Chunk) }
+        unsafe { (*self.0.as_ptr()).next.map(SharedChunk) }
     }
 
     fn start(&self) -> usize {
@@ -183,7 +183,7 @@ impl Chunk {
 /// What a request placed on the shared path is, which decides the size of a new chunk taken for
 /// it.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Placing {
+enum Request {
     /// A block: a regular chunk of the growth state (or one of its own size, if larger).
     Block,
     /// The new block of a grow that could not stay in place: as `Block`, with room to go on
@@ -199,8 +199,8 @@ enum Placing {
 
 /// A reset's probe (see `crate::arena::retention`): the chunk whose `limit` it holds.
 #[derive(Clone, Copy)]
-struct Probe {
-    chunk: Chunk,
+struct SharedProbe {
+    chunk: SharedChunk,
     /// A request has met the probe (and moved it up).
     met: bool,
 }
@@ -208,9 +208,9 @@ struct Probe {
 /// The chunk lists and accounting, guarded by the arena's lock.
 struct Chunks {
     /// Chunks in use, newest (the current one) first.
-    used: Option<Chunk>,
+    used: Option<SharedChunk>,
     /// Chunks kept by `reset` for reuse.
-    spares: Option<Chunk>,
+    spares: Option<SharedChunk>,
     /// Sum of the nominal sizes of the regular chunks taken (drives the next chunk's size).
     growth: usize,
     /// Bytes held from the backing allocator, headers included.
@@ -243,16 +243,16 @@ struct Chunks {
     /// threshold since the last reset (what the chunks held before it, which a reset cannot see).
     chunk_peak: usize,
     /// The probe a reset set on the chunk it kept, for the cycle after it.
-    probe: Option<Probe>,
+    probe: Option<SharedProbe>,
 }
 
 impl Chunks {
     /// Holds the chunk `c` under a probe `reached` bytes from its start (`reached` below its
     /// capacity), for the cycle after a reset; the reset that follows lifts it.
-    fn set_probe(&mut self, c: Chunk, reached: usize) {
+    fn set_probe(&mut self, c: SharedChunk, reached: usize) {
         debug_assert!(reached < c.capacity() && self.probe.is_none());
         c.limit().store(c.start() + reached, Ordering::Relaxed);
-        self.probe = Some(Probe {
+        self.probe = Some(SharedProbe {
             chunk: c,
             met: false,
         });
@@ -321,7 +321,7 @@ unsafe impl Send for Chunks {}
 pub struct SyncArena<A: Allocator = Global> {
     /// The chunk being bumped (null before the first one). Stored with Release after the chunk's
     /// header is written, loaded with Acquire.
-    current: AtomicPtr<SharedChunk>,
+    current: AtomicPtr<SharedHeader>,
     chunks: Mutex<Chunks>,
     alloc: A,
 }
@@ -581,7 +581,7 @@ impl<A: Allocator> SyncArena<A> {
         if bound != 0 {
             bound += now;
         }
-        let mut largest: Option<Chunk> = None;
+        let mut largest: Option<SharedChunk> = None;
         let mut spare = chunks.spares;
         while let Some(c) = spare {
             c.cursor().store(c.start(), Ordering::Relaxed);
@@ -833,7 +833,7 @@ impl<A: Allocator> SyncArena<A> {
     /// that unwinds leaves the rest listed and held, and nothing that points to a freed block
     /// (the chunk it was freeing is forgotten: leaked at worst). Neither `current` nor the probe
     /// points to a chunk of the list, and none of its chunks holds a block still in use.
-    fn free_list(&mut self, list: fn(&mut Chunks) -> &mut Option<Chunk>) {
+    fn free_list(&mut self, list: fn(&mut Chunks) -> &mut Option<SharedChunk>) {
         loop {
             let chunks = self.chunks.get_mut();
             let head = list(chunks);
@@ -861,7 +861,7 @@ impl<A: Allocator> SyncArena<A> {
             used_bytes += x.used();
             c = x.next();
         }
-        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
+        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk);
         ArenaStats {
             chunks: chunks.count,
             large_blocks: chunks.large_count,
@@ -901,7 +901,7 @@ impl<A: Allocator> SyncArena<A> {
     /// assert_eq!((arena.chunk_capacity(), arena.stats().chunks), (0, 1));
     /// ```
     pub fn chunk_capacity(&self) -> usize {
-        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
+        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk);
         current.map_or(0, |c| c.capacity() - c.used())
     }
 
@@ -909,24 +909,24 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Allocates `layout`: bump the current chunk, or take the cold path.
     #[inline(always)]
-    pub(crate) fn place(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+    pub(crate) fn alloc_block(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         if layout.size() != 0 {
             if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
-                if let Some(p) = Chunk(c).bump(layout) {
+                if let Some(p) = SharedChunk(c).bump(layout) {
                     return Ok(p);
                 }
             }
         }
-        self.place_slow(layout, Placing::Block)
+        self.alloc_slow(layout, Request::Block)
     }
 
     /// Places a request whose new chunk, if it needs one, is sized as `how` says (a grown block
-    /// or a [`LocalArena`]'s piece, see [`Placing`]): bumped in the current chunk when it has
-    /// room, else through [`place_slow`](Self::place_slow).
-    fn place_as(&self, layout: Layout, how: Placing) -> Result<NonNull<u8>, Failure> {
+    /// or a [`LocalArena`]'s piece, see [`Request`]): bumped in the current chunk when it has
+    /// room, else through [`alloc_slow`](Self::alloc_slow).
+    fn alloc_block_as(&self, layout: Layout, how: Request) -> Result<NonNull<u8>, Failure> {
         match self.core_bump(layout) {
             Some(p) => Ok(p),
-            None => self.place_slow(layout, how),
+            None => self.alloc_slow(layout, how),
         }
     }
 
@@ -938,10 +938,10 @@ impl<A: Allocator> SyncArena<A> {
     /// may allocate in this arena itself (that nested call is served like any other), and no
     /// other thread waits for it. So several threads may take a chunk at once; one that finds a
     /// chunk with room installed when it comes back keeps its own as a spare.
-    /// `how` says what the request is, which sizes a new chunk (see [`Placing`]).
+    /// `how` says what the request is, which sizes a new chunk (see [`Request`]).
     #[cold]
     #[inline(never)]
-    fn place_slow(&self, layout: Layout, how: Placing) -> Result<NonNull<u8>, Failure> {
+    fn alloc_slow(&self, layout: Layout, how: Request) -> Result<NonNull<u8>, Failure> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
         }
@@ -957,7 +957,7 @@ impl<A: Allocator> SyncArena<A> {
             && min_chunk_size(layout).is_none_or(|own| own - HEADER_SIZE > chunks.plan)
         {
             drop(chunks);
-            return self.place_large(layout);
+            return self.alloc_large(layout);
         }
         if let Some(p) = self.bump_current(layout) {
             return Ok(p);
@@ -965,10 +965,10 @@ impl<A: Allocator> SyncArena<A> {
         if let Some(c) = take_spare(&mut chunks, layout) {
             return self.install(&mut chunks, c, layout);
         }
-        self.place_in_new_chunk(chunks, layout, how)
+        self.alloc_in_new_chunk(chunks, layout, how)
     }
 
-    /// The end of [`place_slow`](Self::place_slow): a new chunk for `layout`, taken with the lock
+    /// The end of [`alloc_slow`](Self::alloc_slow): a new chunk for `layout`, taken with the lock
     /// released, in which the request is bumped.
     ///
     /// A reset plans one chunk: a thread that comes for a chunk while this one takes it sizes its
@@ -977,11 +977,11 @@ impl<A: Allocator> SyncArena<A> {
     /// allocator that unwinds; a backing allocator out of memory for the planned chunk drops the
     /// plan, and the request gets a chunk sized as usual.
     #[inline]
-    fn place_in_new_chunk<'s>(
+    fn alloc_in_new_chunk<'s>(
         &'s self,
         mut chunks: MutexGuard<'s, Chunks>,
         layout: Layout,
-        how: Placing,
+        how: Request,
     ) -> Result<NonNull<u8>, Failure> {
         let (size, nominal) = self.new_chunk_size(&chunks, layout, how)?;
         let plan = core::mem::take(&mut chunks.plan);
@@ -1001,7 +1001,7 @@ impl<A: Allocator> SyncArena<A> {
             Ok(c) => c,
             // Sized as usual now (the plan stays taken).
             Err(Failure::OutOfMemory(_)) if plan != 0 => {
-                return self.place_in_new_chunk(chunks, layout, how);
+                return self.alloc_in_new_chunk(chunks, layout, how);
             }
             Err(e) => {
                 keep_plan(&mut chunks);
@@ -1074,7 +1074,7 @@ impl<A: Allocator> SyncArena<A> {
     fn raise_probe(
         &self,
         chunks: &mut Chunks,
-        wanted: impl FnOnce(Chunk) -> Option<usize>,
+        wanted: impl FnOnce(SharedChunk) -> Option<usize>,
     ) -> bool {
         let Some(probe) = chunks.probe.as_mut() else {
             return false;
@@ -1098,14 +1098,14 @@ impl<A: Allocator> SyncArena<A> {
     /// Bumps the current chunk; only under the lock (where `current` does not change).
     fn bump_current(&self, layout: Layout) -> Option<NonNull<u8>> {
         // Relaxed is enough: `current` is only stored under the lock, which the caller holds.
-        NonNull::new(self.current.load(Ordering::Relaxed)).and_then(|c| Chunk(c).bump(layout))
+        NonNull::new(self.current.load(Ordering::Relaxed)).and_then(|c| SharedChunk(c).bump(layout))
     }
 
     /// Makes `c`, a chunk no other thread sees yet, the current one, with `layout` bumped in it.
     fn install(
         &self,
         chunks: &mut Chunks,
-        c: Chunk,
+        c: SharedChunk,
         layout: Layout,
     ) -> Result<NonNull<u8>, Failure> {
         c.set_next(chunks.used);
@@ -1124,7 +1124,7 @@ impl<A: Allocator> SyncArena<A> {
         &self,
         chunks: &Chunks,
         layout: Layout,
-        how: Placing,
+        how: Request,
     ) -> Result<(usize, usize), Failure> {
         // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
         let padded = Layout::from_size_align(
@@ -1138,9 +1138,9 @@ impl<A: Allocator> SyncArena<A> {
         crate::arena::new_chunk_size(NewChunk {
             layout: padded,
             growth: chunks.growth,
-            slack: how == Placing::Grown,
-            // A piece gets a chunk that it fills (see `Placing::Piece`).
-            own: how == Placing::Piece,
+            slack: how == Request::Grown,
+            // A piece gets a chunk that it fills (see `Request::Piece`).
+            own: how == Request::Piece,
             plan: match chunks.plan {
                 0 => 0,
                 plan => plan.saturating_add(EXTRA_HEADER),
@@ -1151,46 +1151,46 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Takes a block of `size` bytes from the backing allocator and makes it a chunk (not linked,
     /// not counted yet). Called without the lock.
-    fn take_block(&self, size: usize) -> Result<Chunk, Failure> {
+    fn take_block(&self, size: usize) -> Result<SharedChunk, Failure> {
         let block_layout =
             Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
         let block = self
             .alloc
             .allocate(block_layout)
             .map_err(|AllocError| Failure::OutOfMemory(block_layout))?;
-        let base = block.cast::<SharedChunk>();
+        let base = block.cast::<SharedHeader>();
         let start = base.addr().get() + DATA_OFFSET;
         // SAFETY: the block is fresh, CHUNK_ALIGN-aligned (enough for the header) and at least
         // `size >= DATA_OFFSET` bytes long.
         unsafe {
-            base.write(SharedChunk {
+            base.write(SharedHeader {
                 cursor: AtomicUsize::new(start),
                 limit: AtomicUsize::new(base.addr().get() + size),
                 size,
                 next: None,
             });
         }
-        Ok(Chunk(base))
+        Ok(SharedChunk(base))
     }
 
     /// Gives `[from, to)` back when it is the end of what the current chunk handed out;
     /// returns whether it did.
     #[inline(always)]
-    pub(crate) fn give_back(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
+    pub(crate) fn release_bump(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
         if from == to {
             return false;
         }
         // Succeeds only when `to` is the cursor, which proves `[from, to)` lies in this chunk
         // (chunks do not overlap, and the cursor is inside its own chunk).
         NonNull::new(self.current.load(Ordering::Acquire))
-            .is_some_and(|c| Chunk(c).move_cursor(to.addr().get(), from.addr().get()))
+            .is_some_and(|c| SharedChunk(c).move_cursor(to.addr().get(), from.addr().get()))
     }
 
     /// In-place growth of the last block `[p, p + old)` to `new_size`, if it is the last block of
     /// the current chunk and the chunk has room.
     #[inline(always)]
     fn grow_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
-        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
             return false;
         };
         // `p + old` ends the caller's block, so it does not overflow; `p + new_size` may.
@@ -1206,7 +1206,7 @@ impl<A: Allocator> SyncArena<A> {
     #[inline(always)]
     fn shrink_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
         debug_assert!(new_size <= old);
-        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
             return false;
         };
         // `p + old` ends the caller's block, so neither sum overflows.
@@ -1217,7 +1217,7 @@ impl<A: Allocator> SyncArena<A> {
 
 /// Unpoisons a chunk's whole block (ASan builds; nothing otherwise): the pieces a `LocalArena`
 /// took from it may hold poisoned bytes.
-fn unpoison_block(c: Chunk) {
+fn unpoison_block(c: SharedChunk) {
     let base = c.0.as_ptr().cast::<u8>().cast_const();
     crate::arena::poison::unpoison(base, base.wrapping_add(c.size()));
 }
@@ -1226,7 +1226,7 @@ fn unpoison_block(c: Chunk) {
 ///
 /// # Safety
 /// `c` is held by the arena owning `alloc`, is unlinked, and none of its blocks is used again.
-unsafe fn free_chunk<A: Allocator>(alloc: &A, c: Chunk) {
+unsafe fn free_chunk<A: Allocator>(alloc: &A, c: SharedChunk) {
     let layout = c.block_layout();
     unpoison_block(c);
     // SAFETY: the header is ours and initialised; dropping it in place releases what loom's
@@ -1237,7 +1237,7 @@ unsafe fn free_chunk<A: Allocator>(alloc: &A, c: Chunk) {
 }
 
 /// Removes `c` from the list starting at `head`; returns the new head.
-fn unlink(head: Option<Chunk>, c: Chunk) -> Option<Chunk> {
+fn unlink(head: Option<SharedChunk>, c: SharedChunk) -> Option<SharedChunk> {
     if head == Some(c) {
         return c.next();
     }
@@ -1253,7 +1253,7 @@ fn unlink(head: Option<Chunk>, c: Chunk) -> Option<Chunk> {
 }
 
 /// Takes the first spare chunk that holds `layout`, if any.
-fn take_spare(chunks: &mut Chunks, layout: Layout) -> Option<Chunk> {
+fn take_spare(chunks: &mut Chunks, layout: Layout) -> Option<SharedChunk> {
     let mut s = chunks.spares;
     while let Some(c) = s {
         let start = c.start();
@@ -1271,7 +1271,7 @@ fn take_spare(chunks: &mut Chunks, layout: Layout) -> Option<Chunk> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SharedCheckpoint {
     /// The current chunk then, the newest in use (`None`: there was none).
-    chunk: Option<Chunk>,
+    chunk: Option<SharedChunk>,
     /// Its cursor then.
     cursor: usize,
     /// Large blocks made from this mark on are freed by a restore.
@@ -1335,13 +1335,13 @@ impl<A: Allocator> fmt::Debug for SyncArena<A> {
 /// A [`LocalArena`]'s pieces: blocks of the shared arena, owned by it until reset or drop.
 impl<A: Allocator> ChunkSource for SyncArena<A> {
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
-        let p = self.place_as(layout, Placing::Piece)?;
+        let p = self.alloc_block_as(layout, Request::Piece)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
     /// The room a piece (`CHUNK_ALIGN`-aligned) has in the current chunk, up to its limit.
     fn spare_room(&self) -> usize {
-        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk) else {
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
             return 0;
         };
         // Relaxed, as in `bump`: a stale value only makes the hint wrong, and a piece that does
@@ -1409,9 +1409,9 @@ impl<A: Allocator> SyncArena<A> {
     /// The `Allocator::deallocate` contract.
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
         // SAFETY: `p + size` is the end of the caller's block (`p` itself for an empty one, which
-        // `give_back` ignores).
+        // `release_bump` ignores).
         let end = unsafe { p.add(layout.size()) };
-        if self.give_back(p, end) {
+        if self.release_bump(p, end) {
             if layout.size() >= LARGE_THRESHOLD {
                 self.note_rollback(layout.size());
             }
@@ -1523,9 +1523,9 @@ impl<A: Allocator> SyncArena<A> {
     fn raise_probe_for(&self, p: NonNull<u8>, old: Layout, new: Layout) -> bool {
         let p = p.addr().get();
         let is_last =
-            |c: Chunk| p.checked_add(old.size()) == Some(c.cursor().load(Ordering::Relaxed));
+            |c: SharedChunk| p.checked_add(old.size()) == Some(c.cursor().load(Ordering::Relaxed));
         // Without the lock first: a probe is rare, and only the cycle after a reset has one.
-        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk);
+        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk);
         if !current.is_some_and(|c| c.probed() && is_last(c)) {
             return false;
         }
@@ -1583,8 +1583,8 @@ impl<A: Allocator> SyncArena<A> {
 
     /// The chunk being bumped, if any.
     #[inline(always)]
-    fn current_chunk(&self) -> Option<Chunk> {
-        NonNull::new(self.current.load(Ordering::Acquire)).map(Chunk)
+    fn current_chunk(&self) -> Option<SharedChunk> {
+        NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk)
     }
 }
 
@@ -1593,28 +1593,28 @@ impl<A: Allocator> SyncArena<A> {
 impl<A: Allocator> Core for SyncArena<A> {
     #[inline(always)]
     fn core_bump(&self, layout: Layout) -> Option<NonNull<u8>> {
-        NonNull::new(self.current.load(Ordering::Acquire)).and_then(|c| Chunk(c).bump(layout))
+        NonNull::new(self.current.load(Ordering::Acquire)).and_then(|c| SharedChunk(c).bump(layout))
     }
 
     #[inline(always)]
     unsafe fn core_release_bump(&self, p: NonNull<u8>, layout: Layout) {
         // SAFETY: `p + size` is the end of the caller's block, bumped in a chunk.
         let end = unsafe { p.add(layout.size()) };
-        self.give_back(p, end);
+        self.release_bump(p, end);
     }
 
     #[inline(always)]
     fn core_alloc_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.place_slow(layout, Placing::Block)
+        self.alloc_slow(layout, Request::Block)
     }
 
-    /// [`place`](SyncArena::place), the shared path's own allocation (an empty layout gets its
+    /// [`alloc_block`](SyncArena::alloc_block), the shared path's own allocation (an empty layout gets its
     /// dangling pointer from the cold path): the same work as the provided method, in the shape
     /// the optimizer lays out best in a caller's loop: through `core_bump` and `core_alloc_slow`,
     /// a loop of `alloc(u64)` takes one jump more per call.
     #[inline(always)]
     fn core_alloc(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.place(layout)
+        self.alloc_block(layout)
     }
 
     #[inline(always)]
@@ -1684,7 +1684,7 @@ mod tests {
     /// blocks of 32 KiB (renewed into one chunk at the reset), then four cycles with nothing in
     /// use, after which the reset that would renew the chunk probes it instead. (The loom model
     /// `a_probe_passed_by_two_threads` sets its arena up the same way.) Returns the chunk.
-    fn probed_arena(spike: usize) -> (SyncArena, Chunk) {
+    fn probed_arena(spike: usize) -> (SyncArena, SharedChunk) {
         let mut arena = SyncArena::new();
         for _ in 0..spike.div_ceil(32 * 1024) {
             arena.alloc_slice_fill_copy(32 * 1024, 1u8);
@@ -1700,7 +1700,7 @@ mod tests {
         (arena, c)
     }
 
-    fn reached(c: Chunk) -> usize {
+    fn reached(c: SharedChunk) -> usize {
         c.limit().load(Ordering::Relaxed) - c.start()
     }
 
@@ -1767,7 +1767,9 @@ mod tests {
             "{} < {reached}",
             s.chunk_capacity
         );
-        let current = NonNull::new(*arena.current.get_mut()).map(Chunk).unwrap();
+        let current = NonNull::new(*arena.current.get_mut())
+            .map(SharedChunk)
+            .unwrap();
         assert!(!current.probed());
     }
 }

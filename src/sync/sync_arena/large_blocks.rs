@@ -16,7 +16,7 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator};
 
-use super::{Chunks, Placing, SyncArena};
+use super::{Chunks, Request, SyncArena};
 use crate::arena::resize::Front;
 use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
 use crate::error::Failure;
@@ -96,7 +96,7 @@ impl<A: Allocator> SyncArena<A> {
     /// The shared path's large block for `layout` (at least the threshold).
     #[cold]
     #[inline(never)]
-    pub(super) fn place_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+    pub(super) fn alloc_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
         let p = self.take_large_block(block)?;
         // SAFETY: a fresh block of `block`'s layout, ours alone.
@@ -170,9 +170,9 @@ impl<A: Allocator> Front for SyncArena<A> {
     ) -> Result<NonNull<u8>, Failure> {
         let left = self.current_chunk();
         let q = if grows {
-            self.place_as(new, Placing::Grown)?
+            self.alloc_block_as(new, Request::Grown)?
         } else {
-            self.place(new)?
+            self.alloc_block(new)?
         };
         // SAFETY: `q` is a fresh block, so it does not overlap the caller's live block `p`; `p`
         // is readable and `q` writable for `keep` bytes (the caller).
@@ -195,7 +195,7 @@ impl<A: Allocator> Front for SyncArena<A> {
     }
 
     fn alloc_in_chunks(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.place(layout)
+        self.alloc_block(layout)
     }
 
     fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
