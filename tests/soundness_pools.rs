@@ -19,7 +19,7 @@ use core::ptr::NonNull;
 
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
 use arena_pool::allocator_api2::boxed::Box;
-use arena_pool::{Pool, SizeClassOptions, SizeClassPool, SyncPool, TypedPool};
+use arena_pool::{Pool, PoolStats, SizeClassOptions, SizeClassPool, SyncPool, TypedPool};
 use common::{Tracked, expect_backing_panic};
 
 /// Scales a count down under Miri.
@@ -116,6 +116,73 @@ fn fill_slabs<A: Allocator>(pool: &Pool<A>, slabs: usize) -> std::vec::Vec<Box<I
     boxes
 }
 
+/// `Pool` and `SyncPool`, whose `trim` releases slabs one by one (a `SyncPool` shard is a `Pool`).
+trait SlabPool: Allocator {
+    fn stats(&self) -> PoolStats;
+    fn trim(&mut self);
+}
+
+impl<A: Allocator> SlabPool for Pool<A> {
+    fn stats(&self) -> PoolStats {
+        Pool::stats(self)
+    }
+
+    fn trim(&mut self) {
+        Pool::trim(self);
+    }
+}
+
+impl<A: Allocator> SlabPool for SyncPool<A> {
+    fn stats(&self) -> PoolStats {
+        SyncPool::stats(self)
+    }
+
+    fn trim(&mut self) {
+        SyncPool::trim(self);
+    }
+}
+
+/// `trim` of `pool` (one shard), whose one slot in use is `kept` (made by
+/// `Box::into_raw_with_allocator`, holding `[0; 4]`), with the `n`th slab release unwinding: the
+/// statistics stay exact, the pool serves and frees as before, the count of slots in use stays
+/// 1, `slabs` slabs are left, and `kept` is intact. Then `kept` is freed and a second `trim`
+/// gives every slab back, and nothing leaks.
+///
+/// # Safety
+/// `kept` was made by `Box::into_raw_with_allocator` from a box of `pool`, and is not used again.
+unsafe fn trim_that_unwinds_with_a_live_slot<P: SlabPool>(
+    mut pool: P,
+    backing: &Tracked,
+    n: usize,
+    kept: *mut Item,
+    slabs: usize,
+) {
+    backing.panic_in_dealloc(n);
+    expect_backing_panic(|| pool.trim());
+    let s = pool.stats();
+    assert_pool_stats_exact(s.slabs, s.bytes_held, backing);
+    serve_and_free(&pool, backing, &[Layout::new::<Item>()], scaled(200, 70));
+    assert_eq!(pool.stats().in_use, s.in_use);
+    assert_eq!(
+        s.in_use, 1,
+        "panic at release {n}: the count of slots in use"
+    );
+    assert_eq!(s.slabs, slabs, "panic at release {n}");
+    // SAFETY: made by `Box::into_raw_with_allocator` from a box of this pool (the caller's
+    // contract), its slot still in use.
+    let kept = unsafe { Box::from_raw_in(kept, &pool) };
+    assert_eq!(*kept, [0; 4]);
+    drop(kept);
+    pool.trim();
+    assert_eq!(pool.stats().slabs, 0);
+    drop(pool);
+    assert_eq!(
+        backing.free_leftovers(),
+        0,
+        "panic at release {n}: a block leaked"
+    );
+}
+
 /// `Pool::trim` with no slot in use, four slabs, and the `n`th slab's release unwinds: the
 /// carve region, the list and the map must not keep the released slabs, and the slabs not
 /// released yet stay with the pool, which serves from them and gives them back later.
@@ -157,36 +224,15 @@ fn pool_trim_with_a_live_slot_that_unwinds() {
     // The last release first: the slab being carved.
     for n in (0..3).rev() {
         let backing = Tracked::default();
-        let mut pool = Pool::new_in(Layout::new::<Item>(), &backing);
+        let pool = Pool::new_in(Layout::new::<Item>(), &backing);
         let mut boxes = fill_slabs(&pool, 4);
         let keep = Box::into_raw_with_allocator(boxes.remove(0)).0;
         // The others freed odd ones first, so that the free list mixes the slabs.
         let (odd, even): (std::vec::Vec<_>, std::vec::Vec<_>) =
             boxes.into_iter().enumerate().partition(|(i, _)| i % 2 == 1);
         drop((odd, even));
-        backing.panic_in_dealloc(n);
-        expect_backing_panic(|| pool.trim());
-        let s = pool.stats();
-        assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
-        serve_and_free(&pool, &backing, &[Layout::new::<Item>()], scaled(200, 70));
-        assert_eq!(pool.stats().in_use, s.in_use);
-        assert_eq!(
-            s.in_use, 1,
-            "panic at release {n}: the count of slots in use"
-        );
-        assert_eq!(s.slabs, 3 - n, "panic at release {n}");
-        // SAFETY: made by `Box::into_raw_with_allocator` above, its slot still in use.
-        let keep = unsafe { Box::from_raw_in(keep, &pool) };
-        assert_eq!(*keep, [0; 4]);
-        drop(keep);
-        pool.trim();
-        assert_eq!(pool.stats().slabs, 0);
-        drop(pool);
-        assert_eq!(
-            backing.free_leftovers(),
-            0,
-            "panic at release {n}: a block leaked"
-        );
+        // SAFETY: made by `Box::into_raw_with_allocator` above, from a box of `pool`.
+        unsafe { trim_that_unwinds_with_a_live_slot(pool, &backing, n, keep, 3 - n) };
     }
 }
 
@@ -288,34 +334,13 @@ fn sync_pool_trim_that_unwinds() {
     // Every slab but the first is released; the slab being carved (the last) first.
     for n in [3, 1, 0] {
         let backing = Tracked::default();
-        let mut pool = SyncPool::with_shards_in(Layout::new::<Item>(), 1, &backing);
+        let pool = SyncPool::with_shards_in(Layout::new::<Item>(), 1, &backing);
         let mut boxes: std::vec::Vec<_> = (0..70u64).map(|i| pool.alloc([i; 4])).collect();
         let kept = Box::into_raw_with_allocator(boxes.remove(0)).0;
         drop(boxes);
         assert_eq!(pool.stats().slabs, 5);
-        backing.panic_in_dealloc(n);
-        expect_backing_panic(|| pool.trim());
-        let s = pool.stats();
-        assert_pool_stats_exact(s.slabs, s.bytes_held, &backing);
-        serve_and_free(&pool, &backing, &[Layout::new::<Item>()], scaled(200, 70));
-        assert_eq!(pool.stats().in_use, s.in_use);
-        assert_eq!(
-            s.in_use, 1,
-            "panic at release {n}: the count of slots in use"
-        );
-        assert_eq!(s.slabs, 4 - n, "panic at release {n}");
-        // SAFETY: made by `Box::into_raw_with_allocator` above, its slot still in use.
-        let kept = unsafe { Box::from_raw_in(kept, &pool) };
-        assert_eq!(*kept, [0; 4]);
-        drop(kept);
-        pool.trim();
-        assert_eq!(pool.stats().slabs, 0);
-        drop(pool);
-        assert_eq!(
-            backing.free_leftovers(),
-            0,
-            "panic at release {n}: a block leaked"
-        );
+        // SAFETY: made by `Box::into_raw_with_allocator` above, from a box of `pool`.
+        unsafe { trim_that_unwinds_with_a_live_slot(pool, &backing, n, kept, 4 - n) };
     }
 }
 

@@ -1,0 +1,49 @@
+//! Checks of an arena's statistics after an operation that a panic of the backing allocator
+//! unwound.
+
+/// Checks that an arena's statistics after an operation that a backing allocator's panic in
+/// `allocate` unwound are those before it: all of them, or, for a typed fill (`fill`), all but
+/// `used_bytes` (and `chunk_capacity`, which follows it), which may keep less than the largest
+/// alignment of a fill's element (64) of padding: the fills that do not rewind their padding keep
+/// it, and so does a `SyncArena`'s shared path.
+pub fn assert_unwound_unchanged(
+    before: &arena_pool::ArenaStats,
+    after: &arena_pool::ArenaStats,
+    fill: bool,
+    what: &dyn std::fmt::Debug,
+) {
+    let mut after = *after;
+    if fill && after.used_bytes >= before.used_bytes && after.used_bytes < before.used_bytes + 64 {
+        after.chunk_capacity += after.used_bytes - before.used_bytes;
+        after.used_bytes = before.used_bytes;
+    }
+    assert_eq!(
+        &after, before,
+        "{what:?}, unwound by the backing allocator, changed the arena"
+    );
+}
+
+/// [`assert_unwound_unchanged`] for a `SyncArena` after a typed fill through one of its
+/// `LocalArena` handles: the fill's first block may have taken the rest of the shared chunk as
+/// the handle's new piece (no backing call) before a later request of the fill unwound, and the
+/// handle keeps that piece. So bytes may move from the chunk's room to `used_bytes`, and nothing
+/// else may change: no chunk, no large block, no byte held more.
+pub fn assert_unwound_within_chunk(
+    before: &arena_pool::ArenaStats,
+    after: &arena_pool::ArenaStats,
+    what: &dyn std::fmt::Debug,
+) {
+    assert!(
+        after.used_bytes >= before.used_bytes
+            && after.used_bytes + after.chunk_capacity == before.used_bytes + before.chunk_capacity,
+        "{what:?}, unwound by the backing allocator, took more than the shared chunk's room: \
+         {before:?} -> {after:?}"
+    );
+    let mut after = *after;
+    after.used_bytes = before.used_bytes;
+    after.chunk_capacity = before.chunk_capacity;
+    assert_eq!(
+        &after, before,
+        "{what:?}, unwound by the backing allocator, changed the arena"
+    );
+}
