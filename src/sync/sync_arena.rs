@@ -970,24 +970,47 @@ impl<A: Allocator> SyncArena<A> {
 
     /// The end of [`alloc_slow`](Self::alloc_slow): a new chunk for `layout`, taken with the lock
     /// released, in which the request is bumped.
+    #[inline(always)]
+    fn alloc_in_new_chunk<'s>(
+        &'s self,
+        chunks: MutexGuard<'s, Chunks>,
+        layout: Layout,
+        how: Request,
+    ) -> Result<NonNull<u8>, Failure> {
+        if chunks.plan != 0 {
+            return self.alloc_in_planned_chunk(chunks, layout, how);
+        }
+        let (size, nominal) = self.new_chunk_size(&chunks, layout, how, 0)?;
+        let (taken, chunks) = self.unlocked(chunks, size, || self.take_block(size));
+        self.install_new(chunks, taken?, size, nominal, layout)
+    }
+
+    /// [`alloc_in_new_chunk`](Self::alloc_in_new_chunk) when a reset planned the next chunk.
     ///
     /// A reset plans one chunk: a thread that comes for a chunk while this one takes it sizes its
     /// own by growth (and keeps it as a spare if this one is installed first), rather than both
     /// taking the planned size. A failure leaves the plan as it was, and so does a backing
     /// allocator that unwinds; a backing allocator out of memory for the planned chunk drops the
     /// plan, and the request gets a chunk sized as usual.
-    #[inline]
-    fn alloc_in_new_chunk<'s>(
+    #[cold]
+    #[inline(never)]
+    fn alloc_in_planned_chunk<'s>(
         &'s self,
         mut chunks: MutexGuard<'s, Chunks>,
         layout: Layout,
         how: Request,
     ) -> Result<NonNull<u8>, Failure> {
-        let (size, nominal) = self.new_chunk_size(&chunks, layout, how)?;
         let plan = core::mem::take(&mut chunks.plan);
         let keep_plan = |chunks: &mut Chunks| {
             if chunks.plan == 0 {
                 chunks.plan = plan;
+            }
+        };
+        let (size, nominal) = match self.new_chunk_size(&chunks, layout, how, plan) {
+            Ok(sized) => sized,
+            Err(e) => {
+                keep_plan(&mut chunks);
+                return Err(e);
             }
         };
         let (taken, mut chunks) = self.unlocked(chunks, size, || {
@@ -997,20 +1020,31 @@ impl<A: Allocator> SyncArena<A> {
             on_unwind.disarm();
             taken
         });
-        let c = match taken {
-            Ok(c) => c,
+        match taken {
+            Ok(c) => self.install_new(chunks, c, size, nominal, layout),
             // Sized as usual now (the plan stays taken).
-            Err(Failure::OutOfMemory(_)) if plan != 0 => {
-                return self.alloc_in_new_chunk(chunks, layout, how);
-            }
+            Err(Failure::OutOfMemory(_)) => self.alloc_in_new_chunk(chunks, layout, how),
             Err(e) => {
                 keep_plan(&mut chunks);
-                return Err(e);
+                Err(e)
             }
-        };
+        }
+    }
+
+    /// Counts `c`, a new chunk of `size` bytes (`nominal` for the growth state), and bumps
+    /// `layout` in it as the current chunk; or, when another thread or a nested call from the
+    /// backing allocator installed a chunk with room meanwhile, bumps it there and keeps `c` for
+    /// later.
+    #[inline(always)]
+    fn install_new(
+        &self,
+        mut chunks: MutexGuard<'_, Chunks>,
+        c: SharedChunk,
+        size: usize,
+        nominal: usize,
+        layout: Layout,
+    ) -> Result<NonNull<u8>, Failure> {
         chunks.record(size, nominal);
-        // Another thread, or a nested call from the backing allocator, may have installed a
-        // chunk with room meanwhile: use it, and keep the new chunk for later.
         if let Some(p) = self.bump_current(layout) {
             c.set_next(chunks.spares);
             chunks.spares = Some(c);
@@ -1022,6 +1056,7 @@ impl<A: Allocator> SyncArena<A> {
     /// Runs `call`, a call into the backing allocator for `size` bytes, with the lock released
     /// and those bytes counted against the limit meanwhile; returns its result with the lock
     /// taken again and the bytes no longer pending (taken off also when `call` unwinds).
+    #[inline(always)]
     fn unlocked<'s, R>(
         &'s self,
         mut chunks: MutexGuard<'s, Chunks>,
@@ -1120,11 +1155,13 @@ impl<A: Allocator> SyncArena<A> {
 
     /// The size of a new chunk for `layout`, and its nominal size for the growth state, within
     /// the limit (counting the chunks being taken by other threads).
+    #[inline(always)]
     fn new_chunk_size(
         &self,
         chunks: &Chunks,
         layout: Layout,
         how: Request,
+        plan: usize,
     ) -> Result<(usize, usize), Failure> {
         // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
         let padded = Layout::from_size_align(
@@ -1141,7 +1178,7 @@ impl<A: Allocator> SyncArena<A> {
             slack: how == Request::Grown,
             // A piece gets a chunk that it fills (see `Request::Piece`).
             own: how == Request::Piece,
-            plan: match chunks.plan {
+            plan: match plan {
                 0 => 0,
                 plan => plan.saturating_add(EXTRA_HEADER),
             },
