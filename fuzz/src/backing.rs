@@ -44,8 +44,8 @@ struct Held {
 ///
 /// And it can panic in a `deallocate` call ([`panic_in_free`](Backing::panic_in_free)), once it
 /// has checked the block and before freeing it. The caller gave the block up with that call, so
-/// the block is *given up*: it no longer counts among the blocks held ([`live_blocks`]
-/// (Backing::live_blocks)), its bytes are overwritten with the freed fill and poisoned for
+/// the block is *given up*: it no longer counts among the blocks held
+/// ([`live_blocks`](Backing::live_blocks)), its bytes are overwritten with the freed fill and poisoned for
 /// AddressSanitizer (any later access by the allocator is reported as a use after poison), a
 /// second `deallocate` of it is reported as a double free, and `Backing` frees it itself when it
 /// is dropped, at the end of the input. So the final "holds nothing" check still covers every
