@@ -107,12 +107,10 @@ impl Op {
 /// copies from copy `i % SPREAD`.
 ///
 /// Why: a copy whose destination lies a little above its source modulo 4 KiB (4K aliasing: the
-/// loads seem to depend on the stores just made) runs two to four times slower here (2 KiB
-/// copies: 2.2 ms instead of 0.5 ms per 10 007 when the distance is under 128 bytes). With one
-/// source, the time of a row depended on where the heap happened to put it against each crate's
-/// chunks, not on the crate: the same binary ran the 2 KiB row in 0.7 ms or 2.4 ms for the same
-/// crate, depending on the crates run before it. Spread over a 2 KiB window of offsets, every
-/// crate meets the slow distances equally often.
+/// loads seem to depend on the stores just made) runs several times slower. With one source, the
+/// time of a row would depend on where the heap happened to put it against each crate's chunks,
+/// not on the crate. Spread over a 2 KiB window of offsets, every crate meets the slow distances
+/// equally often.
 struct Sources<'a> {
     bytes: [&'a [u8]; SPREAD],
     words: [&'a [u64]; SPREAD],
