@@ -16,7 +16,8 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator};
 
-use super::{Chunks, Request, SyncArena};
+use super::bumping::Request;
+use super::{Chunks, SyncArena};
 use crate::arena::resize::Front;
 use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
 use crate::error::Failure;

@@ -1,0 +1,457 @@
+//! The shared path's allocation: the compare-and-swap bump of the current chunk, the locked cold
+//! path that takes a spare or a new chunk for a request, in-place growth and shrinking of the last
+//! block, and the pieces a [`LocalArena`](crate::LocalArena) takes.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use allocator_api2::alloc::{AllocError, Allocator};
+
+use super::SyncArena;
+use super::shared_chunk::{
+    CHUNK_ALIGN, Chunks, DATA_OFFSET, EXTRA_HEADER, SharedChunk, SharedHeader, take_spare,
+};
+use crate::arena::resize::Front;
+use crate::arena::{
+    ChunkSource, Core, HEADER_SIZE, LARGE_THRESHOLD, NewChunk, dangling, min_chunk_size, next_probe,
+};
+use crate::error::Failure;
+use crate::reentry::OnUnwind;
+use crate::sync::shim::{AtomicUsize, MutexGuard, Ordering};
+
+/// What a request placed on the shared path is, which decides the size of a new chunk taken for
+/// it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Request {
+    /// A block: a regular chunk of the growth state (or one of its own size, if larger).
+    Block,
+    /// The new block of a grow that could not stay in place: as `Block`, with room to go on
+    /// growing in place (twice its size, as `Arena`'s growing blocks get) when the chunk is of
+    /// its own size.
+    Grown,
+    /// A [`LocalArena`](crate::LocalArena)'s piece: a chunk of the piece's own size (or the
+    /// chunk a reset planned), not a regular chunk of the growth state. A handle's pieces grow
+    /// like an arena's chunks, so a regular chunk sized for them would keep a rest that the
+    /// handle's next, larger piece does not fit: memory held twice over, once by each level of
+    /// growth.
+    Piece,
+}
+
+impl<A: Allocator> SyncArena<A> {
+    /// Allocates `layout`: bump the current chunk, or take the cold path.
+    #[inline(always)]
+    pub(crate) fn alloc_block(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        if layout.size() != 0 {
+            if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
+                if let Some(p) = SharedChunk(c).bump(layout) {
+                    return Ok(p);
+                }
+            }
+        }
+        self.alloc_slow(layout, Request::Block)
+    }
+
+    /// Places a request whose new chunk, if it needs one, is sized as `how` says (a grown block
+    /// or a [`LocalArena`](crate::LocalArena)'s piece, see [`Request`]): bumped in the current
+    /// chunk when it has room, else through [`alloc_slow`](Self::alloc_slow).
+    pub(super) fn alloc_block_as(
+        &self,
+        layout: Layout,
+        how: Request,
+    ) -> Result<NonNull<u8>, Failure> {
+        match self.core_bump(layout) {
+            Some(p) => Ok(p),
+            None => self.alloc_slow(layout, how),
+        }
+    }
+
+    /// Under the lock: bump the chunk another thread may have installed meanwhile, else take a
+    /// spare or a new chunk, bump the block in it and publish it as current.
+    ///
+    /// A new chunk is taken from the backing allocator with the lock released, its size
+    /// counted against the limit meanwhile: the backing allocator may be slow, may unwind, or
+    /// may allocate in this arena itself (that nested call is served like any other), and no
+    /// other thread waits for it. So several threads may take a chunk at once; one that finds a
+    /// chunk with room installed when it comes back keeps its own as a spare.
+    /// `how` says what the request is, which sizes a new chunk (see [`Request`]).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn alloc_slow(&self, layout: Layout, how: Request) -> Result<NonNull<u8>, Failure> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout.align()));
+        }
+        let mut chunks = self.chunks.lock();
+        if chunks.probe.is_some() {
+            if let Some(p) = self.pass_probe(&mut chunks, layout) {
+                return Ok(p);
+            }
+        }
+        // A large request is a large block unless a reset planned a chunk that holds it (a loop
+        // that needs it every cycle then settles in that chunk, with no backing call).
+        if layout.size() >= LARGE_THRESHOLD
+            && min_chunk_size(layout).is_none_or(|own| own - HEADER_SIZE > chunks.plan)
+        {
+            drop(chunks);
+            return self.alloc_large(layout);
+        }
+        if let Some(p) = self.bump_current(layout) {
+            return Ok(p);
+        }
+        if let Some(c) = take_spare(&mut chunks, layout) {
+            return self.install(&mut chunks, c, layout);
+        }
+        self.alloc_in_new_chunk(chunks, layout, how)
+    }
+
+    /// The end of [`alloc_slow`](Self::alloc_slow): a new chunk for `layout`, taken with the lock
+    /// released, in which the request is bumped.
+    #[inline(always)]
+    fn alloc_in_new_chunk<'s>(
+        &'s self,
+        chunks: MutexGuard<'s, Chunks>,
+        layout: Layout,
+        how: Request,
+    ) -> Result<NonNull<u8>, Failure> {
+        if chunks.plan != 0 {
+            return self.alloc_in_planned_chunk(chunks, layout, how);
+        }
+        let (size, nominal) = self.new_chunk_size(&chunks, layout, how, 0)?;
+        let (taken, chunks) = self.unlocked(chunks, size, || self.take_block(size));
+        self.install_new(chunks, taken?, size, nominal, layout)
+    }
+
+    /// [`alloc_in_new_chunk`](Self::alloc_in_new_chunk) when a reset planned the next chunk.
+    ///
+    /// A reset plans one chunk: a thread that comes for a chunk while this one takes it sizes its
+    /// own by growth (and keeps it as a spare if this one is installed first), rather than both
+    /// taking the planned size. A failure leaves the plan as it was, and so does a backing
+    /// allocator that unwinds; a backing allocator out of memory for the planned chunk drops the
+    /// plan, and the request gets a chunk sized as usual.
+    #[cold]
+    #[inline(never)]
+    fn alloc_in_planned_chunk<'s>(
+        &'s self,
+        mut chunks: MutexGuard<'s, Chunks>,
+        layout: Layout,
+        how: Request,
+    ) -> Result<NonNull<u8>, Failure> {
+        let plan = core::mem::take(&mut chunks.plan);
+        let keep_plan = |chunks: &mut Chunks| {
+            if chunks.plan == 0 {
+                chunks.plan = plan;
+            }
+        };
+        let (size, nominal) = match self.new_chunk_size(&chunks, layout, how, plan) {
+            Ok(sized) => sized,
+            Err(e) => {
+                keep_plan(&mut chunks);
+                return Err(e);
+            }
+        };
+        let (taken, mut chunks) = self.unlocked(chunks, size, || {
+            // Runs with the lock released (as `unlocked`'s own undo does).
+            let on_unwind = OnUnwind::new(|| keep_plan(&mut self.chunks.lock()));
+            let taken = self.take_block(size);
+            on_unwind.disarm();
+            taken
+        });
+        match taken {
+            Ok(c) => self.install_new(chunks, c, size, nominal, layout),
+            // Sized as usual now (the plan stays taken).
+            Err(Failure::OutOfMemory(_)) => self.alloc_in_new_chunk(chunks, layout, how),
+            Err(e) => {
+                keep_plan(&mut chunks);
+                Err(e)
+            }
+        }
+    }
+
+    /// Counts `c`, a new chunk of `size` bytes (`nominal` for the growth state), and bumps
+    /// `layout` in it as the current chunk; or, when another thread or a nested call from the
+    /// backing allocator installed a chunk with room meanwhile, bumps it there and keeps `c` for
+    /// later.
+    #[inline(always)]
+    fn install_new(
+        &self,
+        mut chunks: MutexGuard<'_, Chunks>,
+        c: SharedChunk,
+        size: usize,
+        nominal: usize,
+        layout: Layout,
+    ) -> Result<NonNull<u8>, Failure> {
+        chunks.record(size, nominal);
+        if let Some(p) = self.bump_current(layout) {
+            c.set_next(chunks.spares);
+            chunks.spares = Some(c);
+            return Ok(p);
+        }
+        self.install(&mut chunks, c, layout)
+    }
+
+    /// Runs `call`, a call into the backing allocator for `size` bytes, with the lock released
+    /// and those bytes counted against the limit meanwhile; returns its result with the lock
+    /// taken again and the bytes no longer pending (taken off also when `call` unwinds).
+    #[inline(always)]
+    pub(super) fn unlocked<'s, R>(
+        &'s self,
+        mut chunks: MutexGuard<'s, Chunks>,
+        size: usize,
+        call: impl FnOnce() -> R,
+    ) -> (R, MutexGuard<'s, Chunks>) {
+        chunks.pending += size;
+        drop(chunks);
+        let undo = OnUnwind::new(|| self.chunks.lock().pending -= size);
+        let result = call();
+        undo.disarm();
+        let mut chunks = self.chunks.lock();
+        chunks.pending -= size;
+        (result, chunks)
+    }
+
+    /// Moves the probe up past a request that met it (see `crate::arena::retention`), then bumps
+    /// `layout` in the chunk. `None` when the probe is not what stopped the request (see
+    /// [`raise_probe`](Self::raise_probe)). Only under the lock.
+    #[cold]
+    #[inline(never)]
+    fn pass_probe(&self, chunks: &mut Chunks, layout: Layout) -> Option<NonNull<u8>> {
+        // What the request needs of the chunk: the cursor, the padding that aligns it, and the
+        // size. The cursor read may be stale (other threads bump without the lock), and
+        // they may bump meanwhile: raise again until the request fits, or the probe can go no
+        // further (each raise moves it up by a step at least).
+        loop {
+            let raised = self.raise_probe(chunks, |c| {
+                let at = c.cursor().load(Ordering::Relaxed);
+                Some(
+                    (at - c.start())
+                        .saturating_add(at.wrapping_neg() & (layout.align() - 1))
+                        .saturating_add(layout.size()),
+                )
+            });
+            if !raised {
+                return None;
+            }
+            if let Some(p) = self.bump_current(layout) {
+                return Some(p);
+            }
+        }
+    }
+
+    /// Moves the probe, when it holds the current chunk `c`, up by a step (a quarter, at least
+    /// `PROBE_STEP`) or to the `wanted(c)` bytes a request needs of the chunk from its start,
+    /// up to the chunk's end; returns whether it moved. It does not move when `wanted` is `None`
+    /// or more than the chunk holds (the request goes elsewhere), or when the probe has reached
+    /// the end. Only under the lock.
+    pub(super) fn raise_probe(
+        &self,
+        chunks: &mut Chunks,
+        wanted: impl FnOnce(SharedChunk) -> Option<usize>,
+    ) -> bool {
+        let Some(probe) = chunks.probe.as_mut() else {
+            return false;
+        };
+        let c = probe.chunk;
+        // Relaxed is enough: `current` is only stored under the lock, which the caller holds.
+        if self.current.load(Ordering::Relaxed) != c.0.as_ptr() || !c.probed() {
+            return false;
+        }
+        let Some(wanted) = wanted(c).filter(|&w| w <= c.capacity()) else {
+            return false;
+        };
+        let start = c.start();
+        let limit = c.limit().load(Ordering::Relaxed);
+        let reached = next_probe(limit - start, wanted, c.capacity());
+        c.limit().store(start + reached, Ordering::Relaxed);
+        probe.met = true;
+        true
+    }
+
+    /// Bumps the current chunk; only under the lock (where `current` does not change).
+    fn bump_current(&self, layout: Layout) -> Option<NonNull<u8>> {
+        // Relaxed is enough: `current` is only stored under the lock, which the caller holds.
+        NonNull::new(self.current.load(Ordering::Relaxed)).and_then(|c| SharedChunk(c).bump(layout))
+    }
+
+    /// Makes `c`, a chunk no other thread sees yet, the current one, with `layout` bumped in it.
+    fn install(
+        &self,
+        chunks: &mut Chunks,
+        c: SharedChunk,
+        layout: Layout,
+    ) -> Result<NonNull<u8>, Failure> {
+        c.set_next(chunks.used);
+        chunks.used = Some(c);
+        // Nobody else sees `c` yet: bump the request before publishing. (The chunk was chosen or
+        // sized for the layout, so this does not fail; if it did, the chunk stays held.)
+        let p = c.bump(layout).ok_or(Failure::CapacityOverflow)?;
+        // Release: the header written above is visible to every thread that loads `c`.
+        self.current.store(c.0.as_ptr(), Ordering::Release);
+        Ok(p)
+    }
+
+    /// The size of a new chunk for `layout`, and its nominal size for the growth state, within
+    /// the limit (counting the chunks being taken by other threads).
+    #[inline(always)]
+    fn new_chunk_size(
+        &self,
+        chunks: &Chunks,
+        layout: Layout,
+        how: Request,
+        plan: usize,
+    ) -> Result<(usize, usize), Failure> {
+        // The arena's sizing policy, for a header of `DATA_OFFSET` bytes.
+        let padded = Layout::from_size_align(
+            layout
+                .size()
+                .checked_add(EXTRA_HEADER)
+                .ok_or(Failure::CapacityOverflow)?,
+            layout.align(),
+        )
+        .map_err(|_| Failure::CapacityOverflow)?;
+        crate::arena::new_chunk_size(NewChunk {
+            layout: padded,
+            growth: chunks.growth,
+            slack: how == Request::Grown,
+            // A piece gets a chunk that it fills (see `Request::Piece`).
+            own: how == Request::Piece,
+            plan: match plan {
+                0 => 0,
+                plan => plan.saturating_add(EXTRA_HEADER),
+            },
+            limit: chunks.budget().headroom(),
+        })
+    }
+
+    /// Takes a block of `size` bytes from the backing allocator and makes it a chunk (not linked,
+    /// not counted yet). Called without the lock.
+    pub(super) fn take_block(&self, size: usize) -> Result<SharedChunk, Failure> {
+        let block_layout =
+            Layout::from_size_align(size, CHUNK_ALIGN).map_err(|_| Failure::CapacityOverflow)?;
+        let block = self
+            .alloc
+            .allocate(block_layout)
+            .map_err(|AllocError| Failure::OutOfMemory(block_layout))?;
+        let base = block.cast::<SharedHeader>();
+        let start = base.addr().get() + DATA_OFFSET;
+        // SAFETY: the block is fresh, CHUNK_ALIGN-aligned (enough for the header) and at least
+        // `size >= DATA_OFFSET` bytes long.
+        unsafe {
+            base.write(SharedHeader {
+                cursor: AtomicUsize::new(start),
+                limit: AtomicUsize::new(base.addr().get() + size),
+                size,
+                next: None,
+            });
+        }
+        Ok(SharedChunk(base))
+    }
+
+    /// Gives `[from, to)` back when it is the end of what the current chunk handed out;
+    /// returns whether it did.
+    #[inline(always)]
+    pub(crate) fn release_bump(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
+        if from == to {
+            return false;
+        }
+        // Succeeds only when `to` is the cursor, which proves `[from, to)` lies in this chunk
+        // (chunks do not overlap, and the cursor is inside its own chunk).
+        NonNull::new(self.current.load(Ordering::Acquire))
+            .is_some_and(|c| SharedChunk(c).move_cursor(to.addr().get(), from.addr().get()))
+    }
+
+    /// In-place growth of the last block `[p, p + old)` to `new_size`, if it is the last block of
+    /// the current chunk and the chunk has room.
+    #[inline(always)]
+    pub(super) fn grow_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
+            return false;
+        };
+        // `p + old` ends the caller's block, so it does not overflow; `p + new_size` may.
+        let from = p.addr().get() + old;
+        let Some(to) = p.addr().get().checked_add(new_size) else {
+            return false;
+        };
+        to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(from, to)
+    }
+
+    /// In-place shrink of the last block `[p, p + old)` to `new_size <= old`, if it is the last
+    /// block of the current chunk: the cursor moves down, so no limit is asked.
+    #[inline(always)]
+    pub(super) fn shrink_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
+        debug_assert!(new_size <= old);
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
+            return false;
+        };
+        // `p + old` ends the caller's block, so neither sum overflows.
+        let (from, to) = (p.addr().get() + old, p.addr().get() + new_size);
+        c.move_cursor(from, to)
+    }
+}
+
+/// A [`LocalArena`](crate::LocalArena)'s pieces: blocks of the shared arena, owned by it until
+/// reset or drop.
+impl<A: Allocator> ChunkSource for SyncArena<A> {
+    fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        let p = self.alloc_block_as(layout, Request::Piece)?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    /// The room a piece (`CHUNK_ALIGN`-aligned) has in the current chunk, up to its limit.
+    fn spare_room(&self) -> usize {
+        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
+            return 0;
+        };
+        // Relaxed, as in `bump`: a stale value only makes the hint wrong, and a piece that does
+        // not fit takes the locked path.
+        let Some(from) = c
+            .cursor()
+            .load(Ordering::Relaxed)
+            .checked_next_multiple_of(CHUNK_ALIGN)
+        else {
+            return 0;
+        };
+        c.limit().load(Ordering::Relaxed).saturating_sub(from) & !(CHUNK_ALIGN - 1)
+    }
+
+    unsafe fn deallocate_chunk(&self, _ptr: NonNull<u8>, _layout: Layout) {
+        // Pieces stay with the shared arena: the `LocalArena`'s blocks in them outlive it.
+    }
+
+    fn extends_chunks(&self) -> bool {
+        true
+    }
+
+    /// A piece that ends at the current chunk's cursor grows as the last block does there.
+    unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
+        size.checked_add(more)
+            .is_some_and(|longer| self.grow_last(base, size, longer))
+    }
+
+    /// A handle's large blocks come from the shared arena's backing allocator, counted by the
+    /// shared arena (and its limit); the handle lists them, and hands them over when dropped.
+    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.take_large(layout)
+    }
+
+    unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.give_large(ptr, layout) }
+    }
+
+    unsafe fn resize_large(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, Failure> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.backing_resize(ptr, old, new) }
+    }
+
+    fn allocation_limit(&self) -> Option<usize> {
+        SyncArena::allocation_limit(self)
+    }
+
+    fn panics_on_limit(&self) -> bool {
+        SyncArena::panics_on_limit(self)
+    }
+}

@@ -1,0 +1,327 @@
+//! Resetting a [`SyncArena`]: `reset` (what a cycle used, and the chunk kept for the next one as
+//! `crate::arena::retention` plans it) and the return to a saved position of the shared path
+//! ([`SharedCheckpoint`]) behind `reset_to` and the scopes.
+
+use core::ptr;
+
+use allocator_api2::alloc::Allocator;
+
+use super::SyncArena;
+use super::shared_chunk::{EXTRA_HEADER, SharedChunk, unlink, unpoison_block};
+use crate::arena::resize::Front;
+use crate::arena::{Cycle, Plan, chunk_size_for_capacity, plan};
+use crate::sync::shim::Ordering;
+
+impl<A: Allocator> SyncArena<A> {
+    /// Forgets every block, gives the large blocks back, and keeps one chunk, sized for what
+    /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does; every other chunk
+    /// goes back to the backing allocator. A `LocalArena` handle's pieces count as used in full,
+    /// except the last one of a dropped handle, which counts what the handle used of it (in full
+    /// when the handle had rolled back every block in it); and a new piece takes the rest of the
+    /// current chunk when the request it is for fits there, so a steady loop of handles settles
+    /// in one chunk. An oversized chunk is first kept under a probe, which requests that reach it raise
+    /// under the refill lock.
+    pub fn reset(&mut self) {
+        self.free_all_large();
+        let chunks = self.chunks.get_mut();
+        // Move every used chunk onto the spare list, counting what the cycle used, then rewind
+        // every spare's cursor and find the largest. `&mut self`: no other thread is inside the
+        // arena, no block is used again.
+        // What the cycle used: the most its chunks held (now, or before a big roll-back), and
+        // the most its large blocks held at once.
+        let mut in_chunks = 0;
+        let mut used = chunks.used.take();
+        // A cycle that moved on to further chunks and gave back all it had bumped in its last
+        // one (the current chunk, first of the list) reached an unknown height there, unless a
+        // roll-back it saw says (below): at most the whole chunk. (0: the need is known.)
+        let mut bound = 0;
+        if let Some(c) = used {
+            if c.used() == 0 && c.next().is_some() {
+                bound = c.capacity();
+            }
+        }
+        while let Some(c) = used {
+            in_chunks += c.used();
+            used = c.next();
+            c.set_next(chunks.spares);
+            chunks.spares = Some(c);
+        }
+        let chunk_peak = core::mem::take(&mut chunks.chunk_peak);
+        if chunk_peak > in_chunks {
+            // A roll-back seen this cycle says how far it reached.
+            bound = 0;
+        }
+        let mut now = in_chunks
+            .max(chunk_peak)
+            .saturating_add(core::mem::take(&mut chunks.large_peak));
+        // A cycle that ran under a probe reached no further than it in its chunk; when it met the
+        // probe, that bound is its need (its blocks may all have been given back since). One
+        // that never met it needed less than the renewal the probe stands for.
+        // Only the probe's chunk has its limit below its end: it is lifted here.
+        let probed = chunks.probe.take().map(|probe| {
+            let c = probe.chunk;
+            if probe.met {
+                now = now.max(c.limit().load(Ordering::Relaxed) - c.start());
+            }
+            c.limit().store(c.end(), Ordering::Relaxed);
+            probe.met
+        });
+        if bound != 0 {
+            bound += now;
+        }
+        let mut largest: Option<SharedChunk> = None;
+        let mut spare = chunks.spares;
+        while let Some(c) = spare {
+            c.cursor().store(c.start(), Ordering::Relaxed);
+            // A `LocalArena` may have poisoned bytes of its pieces (ASan builds): the shared
+            // path hands them out again as they are.
+            unpoison_block(c);
+            if largest.is_none_or(|l| c.size() > l.size()) {
+                largest = Some(c);
+            }
+            spare = c.next();
+        }
+        let Some(keep) = largest else {
+            chunks.recent.record(now);
+            self.current.store(ptr::null_mut(), Ordering::Relaxed);
+            return;
+        };
+        chunks.spares = unlink(chunks.spares, keep);
+        chunks.plan = 0;
+        let plan = plan(
+            &mut chunks.recent,
+            Cycle {
+                now,
+                bound,
+                probed,
+                largest: keep.capacity(),
+                reserved: chunks.reserved,
+            },
+        );
+        let renew = match plan {
+            Plan::Keep { plan, probe } => {
+                chunks.plan = plan;
+                if let Some(reached) = probe {
+                    chunks.set_probe(keep, reached);
+                }
+                None
+            }
+            Plan::Renew { capacity, probe } => {
+                // Every chunk goes back first (below), so that the arena never holds both.
+                keep.set_next(chunks.spares);
+                chunks.spares = Some(keep);
+                Some((capacity, probe))
+            }
+        };
+        // The arena is in its final state before any block goes back (the backing allocator may
+        // unwind there): the chunk kept, if any, is the one in use and the current one, and every
+        // other chunk is a spare. Growth starts again from the chunk kept: a cycle that outgrows
+        // it takes about twice.
+        let kept = if renew.is_none() { Some(keep) } else { None };
+        if let Some(k) = kept {
+            k.set_next(None);
+        }
+        chunks.used = kept;
+        chunks.growth = kept.map_or(0, |k| k.size());
+        self.current.store(
+            kept.map_or(ptr::null_mut(), |k| k.0.as_ptr()),
+            Ordering::Relaxed,
+        );
+        // Every spare goes back.
+        self.trim();
+        let Some((capacity, probe)) = renew else {
+            return;
+        };
+        // The renewed chunk. Should the backing allocator or the limit refuse it, the arena holds
+        // none, as a new one, and takes chunks again as it allocates.
+        let chunks = self.chunks.get_mut();
+        let Some((size, nominal)) = capacity
+            .checked_add(EXTRA_HEADER)
+            .and_then(chunk_size_for_capacity)
+            .filter(|&(size, _)| {
+                chunks
+                    .limit
+                    .is_none_or(|l| size <= l.saturating_sub(chunks.held + chunks.large_bytes))
+            })
+        else {
+            return;
+        };
+        let Ok(k) = self.take_block(size) else {
+            return;
+        };
+        let chunks = self.chunks.get_mut();
+        chunks.record(size, nominal);
+        chunks.growth = k.size();
+        if let Some(reached) = probe.filter(|&r| r < k.capacity()) {
+            chunks.set_probe(k, reached);
+        }
+        chunks.used = Some(k);
+        self.current.store(k.0.as_ptr(), Ordering::Relaxed);
+    }
+
+    /// The shared path's position: the current chunk (the newest in use) and its cursor, and the
+    /// large blocks' mark.
+    pub(super) fn shared_checkpoint(&mut self) -> SharedCheckpoint {
+        let chunks = self.chunks.get_mut();
+        let chunk = chunks.used;
+        SharedCheckpoint {
+            chunk,
+            cursor: chunk.map_or(0, |c| c.cursor().load(Ordering::Relaxed)),
+            large: chunks.large.mark(),
+        }
+    }
+
+    /// Returns to `cp`: large blocks made since go back to the backing allocator (each out of the
+    /// list first), chunks put in use since become spares, and the current chunk's cursor goes
+    /// back to where it was.
+    ///
+    /// # Safety
+    /// As for [`reset_to`](SyncArena::reset_to).
+    pub(super) unsafe fn restore(&mut self, cp: SharedCheckpoint) {
+        // What the cycle had in use counts for retention before it is given back.
+        let chunks = self.chunks.get_mut();
+        let mut in_chunks = 0;
+        let mut c = chunks.used;
+        while let Some(x) = c {
+            in_chunks += x.used();
+            c = x.next();
+        }
+        chunks.chunk_peak = chunks.chunk_peak.max(in_chunks);
+        while let Some(b) = self.chunks.get_mut().large.pop_since(cp.large) {
+            // SAFETY: made after `cp`, so not used again (the caller); unlinked just now.
+            unsafe { self.free_large(b) };
+        }
+        let chunks = self.chunks.get_mut();
+        while let Some(c) = chunks.used {
+            if Some(c) == cp.chunk {
+                break;
+            }
+            chunks.used = c.next();
+            c.cursor().store(c.start(), Ordering::Relaxed);
+            // A `LocalArena` may have poisoned bytes of its pieces (ASan builds).
+            unpoison_block(c);
+            c.set_next(chunks.spares);
+            chunks.spares = Some(c);
+        }
+        if let Some(c) = cp.chunk {
+            debug_assert_eq!(chunks.used, Some(c), "a checkpoint of this arena's chunks");
+            c.cursor().store(cp.cursor, Ordering::Relaxed);
+            unpoison_block(c);
+        }
+        self.current.store(
+            cp.chunk.map_or(ptr::null_mut(), |c| c.0.as_ptr()),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// A saved position of a `SyncArena`'s shared path (see [`SyncArena::checkpoint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SharedCheckpoint {
+    /// The current chunk then, the newest in use (`None`: there was none).
+    chunk: Option<SharedChunk>,
+    /// Its cursor then.
+    cursor: usize,
+    /// Large blocks made from this mark on are freed by a restore.
+    large: u64,
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use allocator_api2::vec::Vec;
+    use core::ptr::NonNull;
+
+    /// A `SyncArena` whose one chunk a reset has kept with a probe: a spike of `spike` bytes in
+    /// blocks of 32 KiB (renewed into one chunk at the reset), then four cycles with nothing in
+    /// use, after which the reset that would renew the chunk probes it instead. (The loom model
+    /// `a_probe_passed_by_two_threads` sets its arena up the same way.) Returns the chunk.
+    fn probed_arena(spike: usize) -> (SyncArena, SharedChunk) {
+        let mut arena = SyncArena::new();
+        for _ in 0..spike.div_ceil(32 * 1024) {
+            arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+        }
+        for _ in 0..1 + crate::arena::WINDOW {
+            arena.reset();
+        }
+        let chunks = arena.chunks.get_mut();
+        let probe = chunks.probe.expect("a reset set a probe");
+        assert!(!probe.met && probe.chunk.probed());
+        assert_eq!(chunks.used, Some(probe.chunk));
+        let c = probe.chunk;
+        (arena, c)
+    }
+
+    fn reached(c: SharedChunk) -> usize {
+        c.limit().load(Ordering::Relaxed) - c.start()
+    }
+
+    #[test]
+    fn a_probe_moves_up_on_every_path_and_the_reset_counts_it() {
+        let n: usize = if cfg!(miri) { 2_000 } else { 20_000 };
+        // A chunk well above what a renewal for nothing in use would keep (the need and 128 KiB).
+        let (mut arena, c) = probed_arena((32 * n).max(256 * 1024));
+        let capacity = c.capacity();
+        let below = reached(c);
+        assert!(capacity >= 32 * n && below < 8 * n, "{below} of {capacity}");
+
+        // Threads bump past the probe on the shared path, each raising it in turn under the
+        // lock; nobody takes a chunk.
+        let parts: std::vec::Vec<&[u64]> = std::thread::scope(|s| {
+            let jobs: std::vec::Vec<_> = (0..2u64)
+                .map(|t| {
+                    let arena = &arena;
+                    s.spawn(move || {
+                        (0..n / 8)
+                            .map(|i| &*arena.alloc_slice_fill_copy(4, t << 32 | i as u64))
+                            .collect::<std::vec::Vec<_>>()
+                    })
+                })
+                .collect();
+            jobs.into_iter().flat_map(|j| j.join().unwrap()).collect()
+        });
+        assert_eq!(parts.len(), n / 4);
+        for (k, part) in parts.iter().enumerate() {
+            let (t, i) = ((k / (n / 8)) as u64, (k % (n / 8)) as u64);
+            assert!(part.iter().all(|&x| x == t << 32 | i));
+        }
+        let after_threads = reached(c);
+        assert!(after_threads >= 8 * n && after_threads < capacity);
+        assert!(arena.chunks.get_mut().probe.unwrap().met);
+
+        // The last block grows in place across the probe.
+        let mut v = Vec::with_capacity_in(n / 2, &arena);
+        v.extend((0..n / 2).map(|i| i as u64));
+        let at = v.as_ptr();
+        v.reserve_exact(n + n / 2);
+        assert_eq!((v.as_ptr(), v.capacity()), (at, 2 * n));
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        assert!(reached(c) >= at.addr() - c.start() + 16 * n);
+        drop(v);
+
+        // A handle's piece passes it too.
+        let local = arena.local();
+        assert!(local.alloc_slice_fill_copy(n, 3u8).iter().all(|&b| b == 3));
+        drop(local);
+        assert_eq!(arena.stats().chunks, 1);
+        assert_eq!(arena.stats().large_blocks, 0);
+
+        // The reset counts what the cycle reached, though much was given back: the chunk it
+        // keeps (this one, or a renewed one) holds that, and the probe is gone.
+        let reached = reached(c);
+        assert!(reached <= capacity);
+        arena.reset();
+        assert!(arena.chunks.get_mut().probe.is_none());
+        let s = arena.stats();
+        assert_eq!(s.chunks, 1);
+        assert!(
+            s.chunk_capacity >= reached,
+            "{} < {reached}",
+            s.chunk_capacity
+        );
+        let current = NonNull::new(*arena.current.get_mut())
+            .map(SharedChunk)
+            .unwrap();
+        assert!(!current.probed());
+    }
+}
