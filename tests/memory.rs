@@ -764,3 +764,50 @@ fn a_local_handles_steady_loop_settles_in_about_what_an_arena_keeps() {
         );
     }
 }
+
+// ----- a handle per job -----
+
+#[test]
+fn a_handle_per_job_takes_its_piece_from_the_shared_chunk() {
+    // A job queue's natural shape: a short-lived handle per job. Each handle's piece is carved
+    // from the shared chunk, and the unused tail goes back when it is dropped, so the jobs share
+    // a few chunks rather than taking one each. What a job keeps is its piece's chunk header (32
+    // bytes on 64-bit targets) and its block, rounded up to 16 bytes; the shared chunks grow by
+    // half, as an arena's do.
+    let jobs = scaled(1000, 200);
+    let meter = Meter::default();
+    let shared = SyncArena::new_in(&meter);
+    let kept: std::vec::Vec<&u32> = (0..jobs as u32)
+        .map(|i| {
+            let local = shared.local();
+            &*local.alloc(i)
+        })
+        .collect();
+    assert!(kept.iter().enumerate().all(|(i, &&x)| x as usize == i));
+    assert!(
+        meter.calls() <= 16,
+        "{} backing calls for {jobs} handles",
+        meter.calls()
+    );
+    let per_job = size_of::<usize>() * 4 + 16;
+    assert_within("a handle per job", meter.held(), jobs * per_job * 3 / 2);
+}
+
+#[test]
+fn a_handles_pieces_are_chunks_not_large_blocks() {
+    // A handle that goes on placing small blocks takes pieces of 64 KiB and more: they are
+    // chunks of the shared arena, never counted as large blocks (which are blocks of at least
+    // 64 KiB that did not fit a chunk).
+    let shared = SyncArena::new();
+    let blocks = scaled(20_000, 6_000);
+    {
+        let local = shared.local();
+        for i in 0..blocks {
+            local.alloc([i as u64; 4]);
+        }
+        assert_eq!(local.stats().large_blocks, 0);
+    }
+    let s = shared.stats();
+    assert_eq!((s.large_blocks, s.large_bytes), (0, 0), "{s:?}");
+    assert!(s.used_bytes >= blocks * 32, "{s:?}");
+}

@@ -29,13 +29,18 @@ pub(super) enum Request {
     /// growing in place (twice its size, as `Arena`'s growing blocks get) when the chunk is of
     /// its own size.
     Grown,
-    /// A [`LocalArena`](crate::LocalArena)'s piece: a chunk of the piece's own size (or the
-    /// chunk a reset planned), not a regular chunk of the growth state. A handle's pieces grow
-    /// like an arena's chunks, so a regular chunk sized for them would keep a rest that the
-    /// handle's next, larger piece does not fit: memory held twice over, once by each level of
-    /// growth.
+    /// A [`LocalArena`](crate::LocalArena)'s piece, never a large block: up to [`SMALL_PIECE`]
+    /// bytes, as `Block` (the pieces of short-lived handles, a handle per job, then share a
+    /// chunk); above it, a chunk of the piece's own size (or the chunk a reset planned), not a
+    /// regular chunk of the growth state. A handle's pieces grow like an arena's chunks, so a
+    /// regular chunk sized for its larger pieces would keep a rest that the handle's next,
+    /// larger piece does not fit: memory held twice over, once by each level of growth.
     Piece,
 }
+
+/// The largest piece that comes out of a regular chunk of the shared arena (see
+/// [`Request::Piece`]): a handle's first pieces, and those of short-lived handles.
+const SMALL_PIECE: usize = 16384;
 
 impl<A: Allocator> SyncArena<A> {
     /// Allocates `layout`: bump the current chunk, or take the cold path.
@@ -87,8 +92,10 @@ impl<A: Allocator> SyncArena<A> {
             }
         }
         // A large request is a large block unless a reset planned a chunk that holds it (a loop
-        // that needs it every cycle then settles in that chunk, with no backing call).
+        // that needs it every cycle then settles in that chunk, with no backing call). A
+        // handle's piece is never one: it is a chunk the handle bumps in.
         if layout.size() >= LARGE_THRESHOLD
+            && how != Request::Piece
             && min_chunk_size(layout).is_none_or(|own| own - HEADER_SIZE > chunks.plan)
         {
             drop(chunks);
@@ -311,8 +318,10 @@ impl<A: Allocator> SyncArena<A> {
             layout: padded,
             growth: chunks.growth,
             slack: how == Request::Grown,
-            // A piece gets a chunk that it fills (see `Request::Piece`).
-            own: how == Request::Piece,
+            // A small piece comes out of a regular chunk, where the pieces of other handles
+            // (a handle per job) follow it; a larger one gets a chunk it fills (see
+            // `Request::Piece`).
+            own: how == Request::Piece && layout.size() > SMALL_PIECE,
             plan: match plan {
                 0 => 0,
                 plan => plan.saturating_add(EXTRA_HEADER),
