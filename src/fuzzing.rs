@@ -85,6 +85,8 @@ pub enum Plan {
         capacity: usize,
         probe: Option<usize>,
     },
+    /// Keep every chunk: the largest first, the others for the next cycle to take.
+    Reuse,
 }
 
 /// The reset's memory of recent cycles, and its decision for each.
@@ -105,6 +107,7 @@ impl Retention {
         match a::plan(&mut self.0, c) {
             a::Plan::Keep { plan, probe } => Plan::Keep { plan, probe },
             a::Plan::Renew { capacity, probe } => Plan::Renew { capacity, probe },
+            a::Plan::Reuse => Plan::Reuse,
         }
     }
 }

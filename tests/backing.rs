@@ -230,19 +230,30 @@ fn reset_loop_that_overflows_converges_to_one_chunk() {
         let chunks = arena.stats().chunks;
         let deallocs = backing.deallocs();
         arena.reset();
-        assert_eq!(arena.stats().chunks, 1);
         match cycle {
             0 => {
                 // The scenario: the largest chunk cannot hold a cycle, all of them together can
-                // (a fresh arena's chunks double). Reset gives them all back and takes one chunk
-                // for the whole cycle.
+                // (a fresh arena's chunks grow by half). The first reset keeps them all and makes
+                // no backing call.
                 assert!(chunks >= 2);
+                assert_eq!(
+                    (backing.allocs(), backing.deallocs()),
+                    (allocs + chunks, deallocs)
+                );
+                assert_eq!(arena.stats().chunks, chunks);
+            }
+            1 => {
+                // The cycle ran in those chunks with no backing call, and the reset renews them
+                // into one chunk for the whole cycle.
+                assert_eq!(backing.allocs(), allocs + 1);
                 assert_eq!(backing.deallocs(), deallocs + chunks);
+                assert_eq!(arena.stats().chunks, 1);
                 assert!(arena.chunk_capacity() >= per_cycle * size);
                 assert!(arena.chunk_capacity() <= per_cycle * size * 3 / 2);
             }
             // From then on every cycle fits in the chunk kept, with no backing call.
             _ => {
+                assert_eq!(arena.stats().chunks, 1);
                 assert_eq!(backing.deallocs(), deallocs, "cycle {cycle}");
                 assert!(in_one_chunk, "cycle {cycle} spans {} bytes", hi - lo);
                 assert_eq!(backing.allocs(), allocs, "cycle {cycle}");
@@ -257,11 +268,14 @@ fn reset_loop_that_overflows_converges_to_one_chunk() {
 fn reset_keeps_the_largest_chunk_when_it_holds_the_cycle() {
     let backing = Counting::default();
     let mut arena = Arena::new_in(&backing);
-    for i in 0..100u32 {
-        arena.alloc_slice_fill_copy(50, i);
+    // A fresh arena's cycle: the first reset keeps its chunks for the next cycle, and the reset
+    // after that renews them into one chunk for it.
+    for _ in 0..2 {
+        for i in 0..100u32 {
+            arena.alloc_slice_fill_copy(50, i);
+        }
+        arena.reset();
     }
-    // A fresh arena's cycle: renewed into one chunk for it.
-    arena.reset();
     assert_eq!(arena.stats().chunks, 1);
     // Smaller cycles after it keep that chunk, current, whole.
     let kept = backing.live();
@@ -297,8 +311,8 @@ fn reset_keeps_the_largest_chunk_when_it_holds_the_cycle() {
 #[test]
 fn spares_a_scope_left_are_reused_then_given_back_by_reset() {
     // A scope spills over several chunks; after it, the parent fills those chunks (every one,
-    // each wasting less than a block at its end) before it takes a new one, and reset keeps
-    // only the largest.
+    // each wasting less than a block at its end) before it takes a new one, and in the end
+    // reset keeps only the largest.
     let backing = Counting::default();
     let mut arena = Arena::new_in(&backing);
     let first = block(&arena, 16, 8, 1);
@@ -322,6 +336,12 @@ fn spares_a_scope_left_are_reused_then_given_back_by_reset() {
     );
     assert!(intact(&again) && intact(&[first]));
     assert_eq!(backing.deallocs(), 0);
+    // The first reset of a fresh arena keeps every chunk for the next cycle; a reset after a
+    // cycle that fits the largest keeps only that one.
+    let before = arena.stats().chunks;
+    arena.reset();
+    assert_eq!((arena.stats().chunks, backing.deallocs()), (before, 0));
+    block(&arena, 16, 8, 2);
     arena.reset();
     assert_eq!(arena.stats().chunks, 1);
     assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
@@ -519,13 +539,16 @@ fn reset_returns_the_chunks_it_does_not_keep_and_drop_frees_all() {
         assert!(chunks >= 4, "{chunks}");
         assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
         arena.reset();
-        // A fresh arena's chunks (they double) are renewed into one for the whole cycle.
-        assert_eq!(backing.deallocs(), chunks);
+        // A fresh arena's first reset keeps every chunk for the next cycle; trim gives back
+        // every one but the current one (the largest).
+        assert_eq!((backing.deallocs(), arena.stats().chunks), (0, chunks));
+        arena.trim();
+        assert_eq!(backing.deallocs(), chunks - 1);
         assert_eq!(arena.stats().chunks, 1);
         assert_eq!(backing.live(), arena.allocated_bytes_including_metadata());
         // Nothing left to trim.
         arena.trim();
-        assert_eq!(backing.deallocs(), chunks);
+        assert_eq!(backing.deallocs(), chunks - 1);
         // Still usable.
         let b = block(&arena, 10_000, 8, 7);
         assert!(intact(&[b]));

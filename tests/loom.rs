@@ -235,15 +235,18 @@ fn a_piece_grows_in_place_while_another_thread_places() {
 /// Two threads pass a reset's probe (see `retention` in the crate): the chunk a reset kept is
 /// held below its end, and each request that meets the hold raises it under the lock while the
 /// other thread bumps. Set up as the crate's unit test `probed_arena` checks that a probe is set:
-/// a spike in blocks of 32 KiB, then five resets with nothing in use.
+/// two cycles of a spike in blocks of 32 KiB, then four resets with nothing in use.
 #[test]
 fn a_probe_passed_by_two_threads() {
     model("a_probe_passed_by_two_threads", || {
         let mut arena = SyncArena::new();
-        for _ in 0..8 {
-            arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+        for _ in 0..2 {
+            for _ in 0..8 {
+                arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+            }
+            arena.reset();
         }
-        for _ in 0..5 {
+        for _ in 0..4 {
             arena.reset();
         }
         let arena = Arc::new(arena);

@@ -5,9 +5,11 @@
 //! cycle, in one chunk of at most 1.5x its need (or the slack, or the reservation).
 //!
 //! The largest chunk is simulated as the arena leaves it: a renewal takes a chunk of its capacity
-//! rounded up as the arena rounds it, a reservation is such a chunk's capacity, a planned chunk is taken by a cycle that
-//! outgrows the largest, and a probe is met by a cycle that needs more than it. Inputs may also
-//! set the largest chunk to anything, as the chunks of a fresh arena's first cycles are.
+//! rounded up as the arena rounds it, a reservation is such a chunk's capacity, a planned chunk is
+//! taken by a cycle that outgrows the largest, a probe is met by a cycle that needs more than it,
+//! and chunks kept for reuse hold the cycle that follows (a fresh arena's first reset keeps them
+//! all once; the largest stays the largest). Inputs may also set the largest chunk to anything,
+//! as the chunks of a fresh arena's first cycles are.
 
 #![no_main]
 
@@ -62,6 +64,9 @@ struct Sim {
     probe: Option<usize>,
     reserved: usize,
     window: [usize; WINDOW],
+    /// A reset has renewed the chunks, or kept them all for reuse.
+    renewed: bool,
+    reused: bool,
 }
 
 impl Sim {
@@ -116,6 +121,7 @@ impl Sim {
                 self.largest = rounded(capacity);
                 self.plan = 0;
                 self.probe = None;
+                self.renewed = true;
             }
             Plan::Keep { plan: p, probe } => {
                 if p != 0 {
@@ -141,6 +147,21 @@ impl Sim {
                 self.plan = p;
                 self.probe = probe;
             }
+            Plan::Reuse => {
+                // Once, before any renewal, for a cycle that outgrew its largest chunk and hid
+                // nothing; the chunks stay as they are.
+                assert!(
+                    !self.reused
+                        && !self.renewed
+                        && now > largest
+                        && bound == 0
+                        && probed.is_none(),
+                    "{cycle:?} -> {plan:?}"
+                );
+                self.reused = true;
+                self.plan = 0;
+                self.probe = None;
+            }
         }
         plan
     }
@@ -158,6 +179,8 @@ fuzz_target!(|input: Input| {
         probe: None,
         reserved,
         window: [0; WINDOW],
+        renewed: false,
+        reused: false,
     };
     for step in input.steps.iter().take(64) {
         if step.flags & 2 != 0 {

@@ -230,8 +230,10 @@ impl<A: Allocator> Arena<A> {
     /// plus 128 KiB, and more than a `with_capacity` reservation) or when the cycle needed more
     /// than it holds, up to three times (with a quarter to spare instead of a sixteenth once the
     /// chunks have been renewed before: the cycles vary); should the backing allocator or the
-    /// limit refuse the new chunk, the arena holds none until its next allocation. A cycle that needed far more makes
-    /// the next chunk the arena takes one sized for it.
+    /// limit refuse the new chunk, the arena holds none until its next allocation. A cycle that
+    /// needed far more makes the next chunk the arena takes one sized for it. The first time a
+    /// fresh arena's cycle outgrows its largest chunk, its reset keeps every chunk instead, and
+    /// makes no backing call: the next cycle runs in them, and the reset after it renews them.
     ///
     /// An oversized chunk is not renewed at once: it is kept for one more cycle with a *probe*
     /// where the renewed chunk would end. A cycle that reaches the probe moves it up (by a

@@ -18,9 +18,13 @@
 //!   that need and a sixteenth, rounded up to whole pages (the reset makes the call, so the
 //!   cycles after it make none; should the backing allocator or the limit refuse it, the arena
 //!   holds no chunk until the next allocation);
-//! - when the cycle needed more than the largest chunk holds but at most three times that, the
-//!   chunks are renewed the same way into one: for the need and a sixteenth in a fresh arena's
-//!   first cycles (its chunks together grow by half with each one, so they hold up to about three
+//! - the first time a fresh arena's cycle needed more than its largest chunk holds but at most
+//!   three times that (nothing hidden, no probe), every chunk is **reused**: kept as it is, the
+//!   largest first, for the next cycle to run in. That reset neither gives back nor takes
+//!   anything, and the next cycle, which needs about the same, makes no backing call;
+//! - when the cycle needed more than the largest chunk holds but at most three times that (after
+//!   that first time), the chunks are renewed the same way into one: for the need and a
+//!   sixteenth in a fresh arena's first cycles (its chunks together grow by half with each one, so they hold up to about three
 //!   times the largest), for the need and a quarter once a reset has renewed the chunks before
 //!   (the chunk outgrown was sized for the cycles before: they vary, and the quarter lets the next
 //!   ones vary without a backing call);
@@ -70,6 +74,8 @@ pub(crate) struct Recent {
     /// A reset has renewed the chunks (a [`Decision::Renew`]): the chunk a cycle outgrows is
     /// then one sized for the cycles before, not one of a fresh arena's first.
     pub(crate) renewed: bool,
+    /// A reset has kept every chunk for the next cycle ([`Plan::Reuse`]): it does so once.
+    reused: bool,
 }
 
 impl Recent {
@@ -77,6 +83,7 @@ impl Recent {
         Recent {
             needs: [0; WINDOW],
             renewed: false,
+            reused: false,
         }
     }
 
@@ -171,6 +178,9 @@ pub(crate) enum Plan {
         capacity: usize,
         probe: Option<usize>,
     },
+    /// Keep every chunk: the largest first, the others as spares, which the next cycle takes as
+    /// it outgrows the one before.
+    Reuse,
 }
 
 /// The reset's whole decision (the rule of the module documentation), for the cycle that ends;
@@ -200,6 +210,12 @@ pub(crate) fn plan_for(recent: &mut Recent, cycle: Cycle, need: usize) -> Plan {
     if cycle.probed == Some(true) {
         decision = measured(decision, cycle.largest, need, cycle.reserved);
     }
+    if let Decision::Renew { capacity } = decision {
+        if reuse(recent, cycle, capacity) {
+            recent.reused = true;
+            return Plan::Reuse;
+        }
+    }
     match decision {
         // An oversized chunk is renewed only after a probed cycle: until then it is kept, with a
         // probe where the renewed chunk would end.
@@ -220,6 +236,20 @@ pub(crate) fn plan_for(recent: &mut Recent, cycle: Cycle, need: usize) -> Plan {
         }
         Decision::Keep { plan } => Plan::Keep { plan, probe: None },
     }
+}
+
+/// Whether a renewal into `capacity` bytes is instead a [`Plan::Reuse`]: at the first reset of a
+/// fresh arena that outgrew its largest chunk, nothing hidden and no probe. That reset then
+/// neither gives back nor takes anything (as cheap as a reset can be), and the next cycle, which
+/// needs about the same, runs in the same chunks with no backing call; the reset after it renews
+/// them into one as usual.
+fn reuse(recent: &Recent, cycle: Cycle, capacity: usize) -> bool {
+    !recent.renewed
+        && !recent.reused
+        && cycle.bound == 0
+        && cycle.probed.is_none()
+        && cycle.now > cycle.largest
+        && capacity > cycle.largest
 }
 
 /// Room for a need, with a sixteenth to spare (a chunk is rounded up to whole pages on top).
@@ -332,10 +362,48 @@ mod tests {
                     largest = capacity + capacity / 8;
                     None
                 }
+                Plan::Reuse => None,
             };
             plans.push(p);
         }
         plans
+    }
+
+    #[test]
+    fn a_fresh_arena_reuses_its_chunks_once_then_renews_them_into_one() {
+        let mut r = Recent::new();
+        // The first cycle outgrew its largest chunk (a fresh arena's chunks grow by half): the
+        // reset keeps them all, and the next cycle, which needs the same, runs in them.
+        let plans = steady(&mut r, 40_000, 100_000, 4);
+        assert_eq!(plans[0], Plan::Reuse);
+        assert_eq!(
+            plans[1],
+            Plan::Renew {
+                capacity: planned(100_000),
+                probe: None
+            }
+        );
+        assert_eq!(
+            plans[2..],
+            [Plan::Keep {
+                plan: 0,
+                probe: None
+            }; 2]
+        );
+        // Once only, and never after a renewal: a later cycle that outgrows the chunk renews.
+        assert_eq!(
+            plan(&mut r, cycle(400_000, 200_000)),
+            Plan::Renew {
+                capacity: 400_000 + 400_000 / 4,
+                probe: None
+            }
+        );
+        let mut fresh = Recent::new();
+        let hid = Cycle {
+            bound: 110_000,
+            ..cycle(100_000, 40_000)
+        };
+        assert!(matches!(plan(&mut fresh, hid), Plan::Renew { .. }));
     }
 
     #[test]

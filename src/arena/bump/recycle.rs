@@ -212,6 +212,16 @@ impl RawArena {
                 // and every chunk came from `src`.
                 unsafe { self.trim(src) };
             }
+            Plan::Reuse => {
+                // Every chunk stays: the largest first, the others following it as spares, which
+                // the next cycle takes as it outgrows the one before. Growth counts them all.
+                self.head.set(Some(keep));
+                self.growth
+                    .set(ring(keep).fold(0, |g: usize, c| g.saturating_add(c.size())));
+                self.used_before.set(0);
+                self.set_current(keep);
+                self.poison_ring(keep);
+            }
             Plan::Renew { capacity, probe } => {
                 // Every chunk goes back first, so that the arena never holds both; the arena is
                 // then as a new one.

@@ -40,7 +40,7 @@ pub(super) enum Request {
 
 /// The largest piece that comes out of a regular chunk of the shared arena (see
 /// [`Request::Piece`]): a handle's first pieces, and those of short-lived handles.
-const SMALL_PIECE: usize = 16384;
+const SMALL_PIECE: usize = 1024;
 
 impl<A: Allocator> SyncArena<A> {
     /// Allocates `layout`: bump the current chunk, or take the cold path.

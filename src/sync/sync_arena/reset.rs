@@ -14,13 +14,14 @@ use crate::sync::shim::Ordering;
 
 impl<A: Allocator> SyncArena<A> {
     /// Forgets every block, gives the large blocks back, and keeps one chunk, sized for what
-    /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does; every other chunk
-    /// goes back to the backing allocator. A `LocalArena` handle's pieces count as used in full,
-    /// except the last one of a dropped handle, which counts what the handle used of it (in full
-    /// when the handle had rolled back every block in it); and a new piece takes the rest of the
-    /// current chunk when the request it is for fits there, so a steady loop of handles settles
-    /// in one chunk. An oversized chunk is first kept under a probe, which requests that reach it raise
-    /// under the refill lock.
+    /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does (including its first
+    /// reset that keeps every chunk for the next cycle); every other chunk goes back to the
+    /// backing allocator. A `LocalArena` handle's pieces count as used in full, except the last
+    /// one of a dropped handle, which counts what the handle used of it (in full when the handle
+    /// had rolled back every block in it); and a new piece takes the rest of the current chunk
+    /// when the request it is for fits there, so a steady loop of handles settles in one chunk.
+    /// An oversized chunk is first kept under a probe, which requests that reach it raise under
+    /// the refill lock.
     pub fn reset(&mut self) {
         self.free_all_large();
         let chunks = self.chunks.get_mut();
@@ -98,12 +99,17 @@ impl<A: Allocator> SyncArena<A> {
                 reserved: chunks.reserved,
             },
         );
+        let mut reuse = false;
         let renew = match plan {
             Plan::Keep { plan, probe } => {
                 chunks.plan = plan;
                 if let Some(reached) = probe {
                     chunks.set_probe(keep, reached);
                 }
+                None
+            }
+            Plan::Reuse => {
+                reuse = true;
                 None
             }
             Plan::Renew { capacity, probe } => {
@@ -127,6 +133,16 @@ impl<A: Allocator> SyncArena<A> {
             kept.map_or(ptr::null_mut(), |k| k.0.as_ptr()),
             Ordering::Relaxed,
         );
+        if reuse {
+            // The spares stay for the next cycle; growth starts again from them all.
+            let chunks = self.chunks.get_mut();
+            let mut spare = chunks.spares;
+            while let Some(c) = spare {
+                chunks.growth = chunks.growth.saturating_add(c.size());
+                spare = c.next();
+            }
+            return;
+        }
         // Every spare goes back.
         self.trim();
         let Some((capacity, probe)) = renew else {
@@ -138,11 +154,7 @@ impl<A: Allocator> SyncArena<A> {
         let Some((size, nominal)) = capacity
             .checked_add(EXTRA_HEADER)
             .and_then(chunk_size_for_capacity)
-            .filter(|&(size, _)| {
-                chunks
-                    .limit
-                    .is_none_or(|l| size <= l.saturating_sub(chunks.held + chunks.large_bytes))
-            })
+            .filter(|&(size, _)| chunks.budget().admit(size).is_ok())
         else {
             return;
         };
@@ -232,16 +244,20 @@ mod tests {
     use allocator_api2::vec::Vec;
     use core::ptr::NonNull;
 
-    /// A `SyncArena` whose one chunk a reset has kept with a probe: a spike of `spike` bytes in
-    /// blocks of 32 KiB (renewed into one chunk at the reset), then four cycles with nothing in
-    /// use, after which the reset that would renew the chunk probes it instead. (The loom model
+    /// A `SyncArena` whose one chunk a reset has kept with a probe: two cycles of a spike of
+    /// `spike` bytes in blocks of 32 KiB (the first reset keeps the largest chunk and plans the
+    /// rest, the second renews them into one chunk), then four cycles with nothing in use, after
+    /// which the reset that would renew the chunk probes it instead. (The loom model
     /// `a_probe_passed_by_two_threads` sets its arena up the same way.) Returns the chunk.
     fn probed_arena(spike: usize) -> (SyncArena, SharedChunk) {
         let mut arena = SyncArena::new();
-        for _ in 0..spike.div_ceil(32 * 1024) {
-            arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+        for _ in 0..2 {
+            for _ in 0..spike.div_ceil(32 * 1024) {
+                arena.alloc_slice_fill_copy(32 * 1024, 1u8);
+            }
+            arena.reset();
         }
-        for _ in 0..1 + crate::arena::WINDOW {
+        for _ in 0..crate::arena::WINDOW {
             arena.reset();
         }
         let chunks = arena.chunks.get_mut();
