@@ -4,10 +4,11 @@
 #      each cell's ratio to the fastest crate of its row);
 #   2. instructions per operation of every case for every crate, under valgrind's callgrind
 #      (the suites' counting mode, see benches/src/harness.rs);
-#   3. memory: peak bytes, bytes requested and calls into the global allocator of every case for
-#      every crate (the suites' memory mode, in a second build with the `meter` feature, whose
-#      global allocator counts: see benches/src/meter.rs), and the arenas' peaks over a sweep of
-#      block counts (benches/src/bin/memory_sweep.rs);
+#   3. memory: peak bytes (counted from before each case's allocator was built; for the reuse
+#      loops also their first cycle's and their steady state's), bytes requested and calls into
+#      the global allocator of every case for every crate (the suites' memory mode, in a second
+#      build with the `meter` feature, whose global allocator counts: see benches/src/meter.rs),
+#      and the arenas' peaks over a sweep of block counts (benches/src/bin/memory_sweep.rs);
 #   4. SVG charts of the three (benches/src/bin/charts/, with plotters): per suite, each
 #      crate's time, instructions and peak memory relative to the best crate of each row;
 #   5. the machine, the toolchain, the crate versions and how malloc was set up.
@@ -69,8 +70,9 @@ fi
 # ---- 3. memory: the pass, its tables and its text (run after step 2, or alone) ----
 # A second build of the suites with the `meter` feature (same target directory, other
 # artifacts), then each suite binary once with BENCH_MEMORY=<suite>/, which prints one line per
-# case: id, peak, requested, calls, held at end, calls after settling, allocs, deallocs, reallocs
-# (see benches/src/harness.rs).
+# case: id, peak, requested, calls, held at end, calls after settling, allocs, deallocs, reallocs,
+# first-cycle peak, steady peak, bytes requested per steady cycle (see benches/src/harness.rs;
+# the tables below also read lines of the first nine fields alone).
 memory_pass() {
   log "memory: building the suites with the meter (--features meter)"
   cargo bench -p arena-pool-benches --features meter --no-run --message-format=json \
@@ -95,8 +97,10 @@ memory_pass() {
 }
 
 # One table per suite and figure: rows = cases, columns = crates; each cell the figure, its ratio
-# to the lowest of the row (bold) and its ratio to the System column of the row. The memory
-# suite also gets the held-at-end and calls-after-settling tables.
+# to the lowest of the row (bold) and its ratio to the System column of the row. A suite with
+# reuse loops also gets their first-cycle and steady peaks (one table, side by side) and their
+# bytes requested per steady cycle; the memory suite the held-at-end and calls-after-settling
+# tables.
 memory_awk='
 function human(b) {
   if (b < 1024) return sprintf("%d B", b)
@@ -114,7 +118,9 @@ function ratios(a, b) {
   if (a == "" && b == "") return ""
   return " (" (a == "" ? "-" : a) ", " (b == "" ? "-" : b) ")"
 }
-function table(s, m, title, bytes,   i, j, r, k, v, min, any, sys, cell) {
+# One table of figure m; with pre, each cell shows figure pre before it ("pre → m"), only in rows
+# that have both; the ratios and the bold are those of figure m.
+function table(s, m, title, bytes, pre,   i, j, r, k, v, min, any, sys, cell) {
   any = 0
   for (i = 1; i <= nrow[s]; i++)
     for (j = 1; j <= ncol[s]; j++)
@@ -138,10 +144,12 @@ function table(s, m, title, bytes,   i, j, r, k, v, min, any, sys, cell) {
     printf "| **`%s`** |", r
     for (j = 1; j <= ncol[s]; j++) {
       k = col[s, j]
-      if (!((s, r, k, m) in val)) { printf " N/A |"; continue }
+      if (!((s, r, k, m) in val) || (pre && !((s, r, k, pre) in val))) { printf " N/A |"; continue }
       v = val[s, r, k, m]
       cell = bytes ? human(v) : v
-      if (v == min) printf " **%s**%s |", cell, ratios("**1.00x**", ratio(v, sys))
+      if (v == min) cell = "**" cell "**"
+      if (pre) cell = (bytes ? human(val[s, r, k, pre]) : val[s, r, k, pre]) " → " cell
+      if (v == min) printf " %s%s |", cell, ratios("**1.00x**", ratio(v, sys))
       else printf " %s%s |", cell, ratios(ratio(v, min), ratio(v, sys))
     }
     printf "\n"
@@ -156,13 +164,17 @@ BEGIN { FS = "\t" }
   if (!((s, k) in colseen)) { colseen[s, k] = 1; col[s, ++ncol[s]] = k }
   if (!((s, r) in rowseen)) { rowseen[s, r] = 1; row[s, ++nrow[s]] = r }
   for (m = 2; m <= 6; m++) if ($m != "-") val[s, r, k, m] = $m + 0
+  # The figures of a reuse loop (fields 10 to 12; a line of nine fields has none).
+  for (m = 10; m <= 12 && m <= NF; m++) if ($m != "-") val[s, r, k, m] = $m + 0
 }
 END {
   for (a = 1; a <= nsuite; a++) {
     s = suite[a]
     printf "### %s\n\n", s
-    table(s, 2, "**Peak bytes** held during the case (above those held when it started):", 1)
+    table(s, 2, "**Peak bytes** held during the case (counted from before its allocator was built):", 1)
+    table(s, 11, "**First cycle → steady state** (reuse loops): the peak bytes of the first cycle, then the highest of the measured cycles, both counted from before the allocator was built; bold and ratios: the steady state:", 1, 10)
     table(s, 3, "**Bytes requested** (the sizes of `alloc`, `alloc_zeroed` and `realloc`, summed):", 1)
+    table(s, 12, "**Bytes requested per steady cycle** (reuse loops; the average of the measured cycles):", 1)
     table(s, 4, "**Calls** (`alloc` + `dealloc` + `realloc`, summed):", 0)
     if (s == "memory") {
       table(s, 5, "**Held at end** (bytes; where each unit marks it, see above):", 1)
@@ -190,18 +202,34 @@ it; the timed and counted builds above are built without it. Every crate measure
 from the global allocator: arena-pool's default backing allocator is \`Global\`, bumpalo,
 bump-scope, blink-alloc and stumpalo allocate their chunks from it, and the pools and \`System\`
 call it directly. Each suite binary runs with \`BENCH_MEMORY=<suite>/\` (its memory mode, see
-\`benches/src/harness.rs\`): each case once unrecorded, then recorded from the allocator's
-construction to its teardown, through the same code as the timed run; a reuse loop runs 2 + 3
-cycles, a case on a fresh allocator (the \`batched\` ones, and the memory suite's) one unit.
+\`benches/src/harness.rs\`): each case once unrecorded, then recorded from before its allocator is
+built to after its teardown, through the same code as the timed run. A reuse loop (one allocator
+for all its cycles, the crate's reset after each) runs 3 warm-up cycles, the first among them,
+then 3 measured cycles; a case on a fresh allocator (the \`batched\` ones, and the memory suite's
+rows other than its reuse loops) runs one unit.
+
+**Memory is what the process holds.** Every figure in bytes counts each byte taken from the
+allocator below and not yet given back, counted from before the case's allocator was built: what
+a reset keeps from one cycle (a chunk kept for reuse, whatever its size) counts in every cycle
+after it, as it stays the process's memory. A reuse loop's first cycle and its steady state
+(after the warm-up cycles) are given side by side.
 
 - **Bytes** are the sizes requested (the \`Layout\`s), not what malloc makes of them: glibc
   adds 8 bytes to a block and rounds it up to 16 (32 at the least), so for small blocks the
   \`System\` column is below the memory malloc really uses. An arena's bytes are its chunks,
   headers included.
-- **Peak**: the highest number of bytes held during the case, above those held when it started
-  (a \`realloc\` that moves its block counts both blocks, held together while it copies).
+- **Peak**: the highest number of bytes held during the case, counted from before its allocator
+  was built (its construction, what its resets kept and, for a reuse loop, all its cycles count;
+  a \`realloc\` that moves its block counts both blocks, held together while it copies).
+- **First cycle → steady state** (reuse loops): the peak from before the allocator was built to
+  the end of the first cycle (the allocator's construction and the case's set-up included), then
+  the highest peak of the 3 measured cycles, each counted from before the allocator was built
+  too: the bytes the resets before kept count there with those the cycle takes. A steady state
+  above the first cycle is memory held for reuse beyond what the first cycle needed. Bold and
+  ratios are those of the steady state.
 - **Bytes requested**: the sizes asked for by \`alloc\`, \`alloc_zeroed\` and \`realloc\` (a
-  \`realloc\` counts its whole new size), summed over the case.
+  \`realloc\` counts its whole new size), summed over the case; **per steady cycle** (reuse loops):
+  those of the 3 measured cycles, divided by 3 (0: a loop that takes nothing new once settled).
 - **Calls**: \`alloc\` + \`dealloc\` + \`realloc\` calls, summed, each counting one (the memory
   mode's lines also give the three apart).
 - The \`arena-pool-LocalArena\` column is a \`SyncArena\` in a \`Box\` with one handle taken from it
@@ -221,15 +249,24 @@ cycles, a case on a fresh allocator (the \`batched\` ones, and the memory suite'
   in the row, or a zero: \`System\` holds nothing after its reset), and no parentheses where
   both are missing.
 
-**The memory suite.** Each unit runs on a fresh allocator and drops it at its end. Two more
-tables: **held at end**, the bytes still held where the unit marks them: after its collections
-are dropped (the allocator not yet), after the scope has ended, after the reset loop's last
-(20th) reset, and after the 8th cycle (and reset) following the spike; **calls after settling**,
-the calls the reset loop makes after its 4th cycle (its cycles 5 to 20) and those of the 8
-further cycles after the spike case's held mark. A loop that has settled makes none. The scoped
-row is arena-pool's \`Arena::with_scope\`, bump-scope's \`Bump::scoped\` and stumpalo's
-\`Arena::with_scope\`; for \`System\` the vector lives in a block and is freed at its end;
-bumpalo and blink-alloc have no scope and no checkpoint to return to, so no cell.
+**The memory suite.** Each unit runs on a fresh allocator and drops it at its end, but in the
+three reuse loops (rows \`reuse loop: ...\`), which run as the other suites' reuse loops (3 + 3
+cycles, one allocator for all of them) and so have first-cycle and steady-state figures: a
+\`Vec<u64>\` pushed to 100 000 with a \`u64\` placed in the allocator after every 10th push, from
+the first on (so the vector is never the last block when it grows); an interner, 50 000 strings
+\`key{i}\` each looked up in a hashbrown \`HashMap<&str, u32>\` that lives in the allocator and,
+not found, copied into the allocator and inserted; a \`HashMap<u64, u64>\` of 100 000 inserts.
+Each of their cycles drops its collections and ends with the crate's reset; \`System\` has none:
+its reset frees what the cycle left (the placed values, the strings). Two more tables: **held at
+end**, the bytes still held where the unit marks them: after its collections are dropped (the
+allocator not yet), after the scope has ended, after the reset loop's last (20th) reset, after the
+8th cycle (and reset) following the spike, and after a reuse loop's last (6th) reset; **calls
+after settling**, the calls the reset loop makes after its 4th cycle (its cycles 5 to 20), those
+of the 8 further cycles after the spike case's held mark, and those of a reuse loop's 3 measured
+cycles. A loop that has settled makes none. The scoped row is arena-pool's \`Arena::with_scope\`,
+bump-scope's \`Bump::scoped\` and stumpalo's \`Arena::with_scope\`; for \`System\` the vector
+lives in a block and is freed at its end; bumpalo and blink-alloc have no scope and no checkpoint
+to return to, so no cell.
 
 EOF
   awk "$memory_awk" "$work/memory.tsv"

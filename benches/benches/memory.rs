@@ -3,17 +3,25 @@
 //! system allocator, and timed and counted as the other suites are. Ids are
 //! `memory/<crate>/<case>`.
 //!
-//! Each iteration is one unit of work on a fresh allocator, its construction and teardown
-//! included ([`Driver::fresh`]). Where it matters, a unit marks the bytes still held
+//! Most rows: each iteration is one unit of work on a fresh allocator, its construction and
+//! teardown included ([`Driver::fresh`]). Where it matters, a unit marks the bytes still held
 //! ([`mark_held`]: after the collections are dropped, after the scope ends, after the resets)
 //! and the window whose calls into the allocator below are its "calls after settling"
-//! ([`settled`]). Every unit checks its result, the same on every crate.
+//! ([`settled`]).
+//!
+//! The reuse-loop rows ([`Reuse`]): one allocator for all iterations, each iteration one cycle
+//! and then the crate's reset ([`reset_loop`], so [`Driver::steady`]); the memory mode reports
+//! their first cycle and their steady state apart, both counted from before the allocator was
+//! built, so what a reset keeps counts in every cycle after it.
+//!
+//! Every unit and every cycle checks its result, the same on every crate.
 
 use std::hint::black_box;
 
 use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
-use arena_pool_benches::harness::{Driver, Runner, mark_held, run_suite, settled};
+use arena_pool_benches::harness::{Driver, Runner, mark_held, reset_loop, run_suite, settled};
+use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{
     AllocError, Allocator, Api02, BenchAlloc, Layout, MixHasher, SystemAlloc,
 };
@@ -42,6 +50,11 @@ const STEADY_SETTLE: usize = 4;
 const SPIKE_BLOCKS: usize = 1_000_000;
 const SPIKE_SETTLE: usize = 8;
 const SPIKE_AFTER: usize = 8;
+
+/// Pushes of the reuse loop's `Vec<u64>` between two `u64`s placed in the allocator.
+const PLACE_EVERY: u64 = 10;
+/// Strings of the interner.
+const INTERNED: u32 = 50_000;
 
 #[derive(Clone, Copy)]
 enum Case {
@@ -155,6 +168,148 @@ impl Case {
         }
         mark_held();
         drop(a);
+    }
+}
+
+/// The reuse-loop rows: one allocator for all iterations, each iteration one cycle of the case
+/// and then the crate's reset (`System`'s frees what the cycle left).
+#[derive(Clone, Copy)]
+enum Reuse {
+    /// `Vec<u64>` pushed to `VEC_PUSHES` (no reserve), a `u64` placed in the allocator after
+    /// every `PLACE_EVERY`th push, counted from the first (so that the vector, whose first block
+    /// comes with the first push, is never the last block when it grows); the vector dropped, the
+    /// placed values left to the reset.
+    VecPushPlaced,
+    /// An interner: `INTERNED` strings `key{i}`, each looked up in a hashbrown
+    /// `HashMap<&str, u32>` that lives in the allocator and, not found, copied into the allocator
+    /// and inserted with the next id; the map dropped, the strings left to the reset.
+    Interner,
+    /// hashbrown `HashMap<u64, u64>`: `MAP_KEYS` inserts; the map dropped.
+    HashMap,
+}
+
+impl Reuse {
+    /// Operations of one cycle: the divisor of the instruction counts.
+    fn ops(self) -> u64 {
+        match self {
+            Reuse::VecPushPlaced => VEC_PUSHES,
+            Reuse::Interner => u64::from(INTERNED),
+            Reuse::HashMap => MAP_KEYS,
+        }
+    }
+
+    /// The case on `A`, one cycle per iteration.
+    fn run<A: BenchAlloc>(self, d: &mut Driver<'_, '_>) {
+        match self {
+            Reuse::VecPushPlaced => {
+                // The addresses of the placed values are the case's data, not the allocator's:
+                // not metered, and of a capacity no cycle exceeds (pushing never allocates).
+                let places = (VEC_PUSHES / PLACE_EVERY) as usize;
+                let mut placed = unmetered(|| std::vec::Vec::with_capacity(places));
+                reset_loop::<A>(d, |a| {
+                    let mut v = Vec::new_in(Api02(a));
+                    for i in 0..VEC_PUSHES {
+                        v.push(i);
+                        if i % PLACE_EVERY == 0 {
+                            let p = a.allocate(Layout::new::<u64>()).expect("out of memory");
+                            let p = p.cast::<u64>();
+                            // SAFETY: `p` is a fresh block for one `u64`.
+                            unsafe { p.write(i) };
+                            placed.push(p);
+                        }
+                    }
+                    let v = black_box(v);
+                    assert_eq!(v.iter().sum::<u64>(), VEC_PUSHES * (VEC_PUSHES - 1) / 2);
+                    drop(v);
+                    // Each placed value is whole after the vector's moves.
+                    for (k, p) in (0u64..).zip(placed.drain(..)) {
+                        // SAFETY: written above, live until the reset that follows this cycle.
+                        assert_eq!(unsafe { *black_box(p).as_ptr() }, k * PLACE_EVERY);
+                    }
+                });
+                unmetered(|| drop(placed));
+            }
+            Reuse::Interner => reset_loop::<A>(d, |a| {
+                let mut map = hashbrown::HashMap::with_hasher_in(MixHasher::default(), Api02(a));
+                let mut key = Key::default();
+                for i in 0..INTERNED {
+                    let id = intern(&mut map, a, key.of(i));
+                    assert_eq!(id, i);
+                }
+                let map = black_box(map);
+                assert_eq!(map.len(), INTERNED as usize);
+                // Every string is whole (and apart from the others): found under its own text.
+                for i in 0..INTERNED {
+                    assert_eq!(map.get(key.of(i)), Some(&i));
+                }
+            }),
+            Reuse::HashMap => reset_loop::<A>(d, |a| {
+                let mut map = hashbrown::HashMap::with_hasher_in(MixHasher::default(), Api02(a));
+                for k in 0..MAP_KEYS {
+                    map.insert(k, 2 * k);
+                }
+                let map = black_box(map);
+                assert_eq!(map.len() as u64, MAP_KEYS);
+                assert_eq!(map.values().sum::<u64>(), MAP_KEYS * (MAP_KEYS - 1));
+            }),
+        }
+    }
+}
+
+/// The interner's map: strings placed in `A`, in a map that lives in `A` too.
+type Interned<'a, A> = hashbrown::HashMap<&'a str, u32, MixHasher, Api02<'a, A>>;
+
+/// The id of `text` in `map`: the one it has, or else the next one, given to a copy of `text`
+/// placed in `a`.
+fn intern<'a, A: BenchAlloc>(map: &mut Interned<'a, A>, a: &'a A, text: &str) -> u32 {
+    if let Some(&id) = map.get(text) {
+        return id;
+    }
+    let len = text.len();
+    let block = a
+        .allocate(Layout::array::<u8>(len).expect("a short string"))
+        .expect("out of memory")
+        .cast::<u8>();
+    // SAFETY: `block` is a fresh block of `len` bytes, apart from `text`; the bytes copied are
+    // those of a `str`, so UTF-8; the block lives as long as `a` is borrowed (until the crate's
+    // reset, which takes `&mut`).
+    let placed = unsafe {
+        core::ptr::copy_nonoverlapping(text.as_ptr(), block.as_ptr(), len);
+        core::str::from_utf8_unchecked(core::slice::from_raw_parts(block.as_ptr(), len))
+    };
+    let id = map.len() as u32;
+    map.insert(placed, id);
+    id
+}
+
+/// A buffer for the interner's strings `key{i}`, written without allocating.
+#[derive(Default)]
+struct Key {
+    bytes: [u8; 16],
+}
+
+impl Key {
+    /// `key{i}`, in the buffer.
+    fn of(&mut self, i: u32) -> &str {
+        let mut digits = [0u8; 10];
+        let mut n = i;
+        let mut count = 0;
+        loop {
+            digits[count] = b'0' + (n % 10) as u8;
+            count += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.bytes[..3].copy_from_slice(b"key");
+        for (dst, &digit) in self.bytes[3..3 + count]
+            .iter_mut()
+            .zip(digits[..count].iter().rev())
+        {
+            *dst = digit;
+        }
+        core::str::from_utf8(&self.bytes[..3 + count]).expect("ASCII")
     }
 }
 
@@ -297,6 +452,19 @@ fn row(r: &mut Runner<'_>, name: &str, case: Case) {
     one::<SystemAlloc>(r, name, case);
 }
 
+/// A reuse-loop row: the case for every crate, as [`row`].
+fn reuse_row(r: &mut Runner<'_>, name: &str, case: Reuse) {
+    fn one<A: BenchAlloc>(r: &mut Runner<'_>, name: &str, case: Reuse) {
+        r.bench(A::NAME, name, case.ops(), |d| case.run::<A>(d));
+    }
+    one::<arena_pool::Arena>(r, name, case);
+    one::<bumpalo::Bump>(r, name, case);
+    one::<bump_scope::Bump>(r, name, case);
+    one::<blink_alloc::Blink>(r, name, case);
+    one::<stumpalo::Arena>(r, name, case);
+    one::<SystemAlloc>(r, name, case);
+}
+
 /// The scoped row: only the crates with a scope (see [`Scoped`]).
 fn scoped_row(r: &mut Runner<'_>, name: &str) {
     fn one<A: Scoped>(r: &mut Runner<'_>, name: &str) {
@@ -339,6 +507,23 @@ fn memory(r: &mut Runner<'_>) {
             "spike: {SPIKE_BLOCKS} x 64 B; reset; then {CYCLE_BLOCKS} x 64 B cycles; held after {SPIKE_SETTLE}"
         ),
         Case::Spike,
+    );
+    reuse_row(
+        r,
+        &format!(
+            "reuse loop: Vec<u64> push x {VEC_PUSHES}, a u64 placed after every {PLACE_EVERY}th; reset"
+        ),
+        Reuse::VecPushPlaced,
+    );
+    reuse_row(
+        r,
+        &format!("reuse loop: intern {INTERNED} strings (HashMap<&str, u32>); reset"),
+        Reuse::Interner,
+    );
+    reuse_row(
+        r,
+        &format!("reuse loop: HashMap<u64, u64> insert x {MAP_KEYS}; reset"),
+        Reuse::HashMap,
     );
 }
 

@@ -30,21 +30,35 @@
 //! [`Driver::steady`] runs [`WARM_CYCLES`] + [`MEASURED_CYCLES`] cycles, [`Driver::batched`] one
 //! setup and its routine, [`Driver::fresh`] one unit of work. Each case runs twice: once
 //! unrecorded (so that state a process makes once, on first use, is not charged to the first
-//! case), then recorded from its start (the allocator's construction) to its end (its teardown).
-//! It prints, after the case, one line:
+//! case), then recorded from its start, before its allocator is built, to its end, after its
+//! teardown. Every byte figure counts what the process holds from the global allocator: each
+//! byte taken and not yet given back, counted from the case's start, so the chunks a reset kept
+//! from a cycle before count in every cycle after it. It prints, after the case, one line:
 //!
 //! ```text
-//! <id>\t<peak>\t<requested>\t<calls>\t<held_at_end>\t<calls_after_settling>\t<allocs>\t<deallocs>\t<reallocs>
+//! <id>\t<peak>\t<requested>\t<calls>\t<held_at_end>\t<calls_after_settling>\t<allocs>\t<deallocs>\t<reallocs>\t<first_cycle_peak>\t<steady_peak>\t<requested_per_steady_cycle>
 //! ```
 //!
-//! - `peak`: the highest number of bytes held from the global allocator during the case, above
-//!   what was held when it started;
+//! - `peak`: the highest number of bytes held during the case, above what was held at its start
+//!   (before its allocator was built: its construction, what it kept, and all its cycles count);
 //! - `requested`: the bytes requested from it during the case; `calls`: its calls (`alloc` and
-//!   `alloc_zeroed`, `dealloc`, `realloc`, each one call), split into the last three fields;
+//!   `alloc_zeroed`, `dealloc`, `realloc`, each one call), split into the allocs, deallocs and
+//!   reallocs fields;
 //! - `held_at_end`: the bytes still held (above the start) where the case called [`mark_held`];
 //!   [`Driver::steady`] marks it after its last cycle; `-` where nothing marked it;
 //! - `calls_after_settling`: the calls made inside [`settled`]; [`Driver::steady`] counts its
-//!   measured cycles (those after the warm-up ones) so; `-` where nothing counted them.
+//!   measured cycles (those after the warm-up ones) so; `-` where nothing counted them;
+//! - `first_cycle_peak`: for a case run by [`Driver::steady`], the highest number of bytes held
+//!   from the case's start to the end of its first cycle (the allocator's construction and the
+//!   case's set-up included); `steady_peak`: the highest number held during any of its measured
+//!   cycles, still above the case's start (what the resets before kept counts); and
+//!   `requested_per_steady_cycle`: the bytes requested by its measured cycles, divided by
+//!   [`MEASURED_CYCLES`] (rounded to the nearest byte). `-` in all three for the other cases
+//!   ([`Driver::fresh`], [`Driver::batched`]), whose one unit is counted in `peak` from before
+//!   its allocator was built.
+//!
+//! The readers of these lines ([`crate::report_data::parse_memory_line`], `benches/report.sh`)
+//! also take a line of the first nine fields alone, which has no first-cycle and steady figures.
 //!
 //! The harness allocates nothing while a case is recorded (the id is made before, the line
 //! printed after), and criterion does not run in this mode. `BENCH_MEMORY=list` prints the ids.
@@ -68,15 +82,25 @@ const COUNT_OPS: u64 = 100_000;
 /// ... in at most this many repetitions (and at least one).
 const MAX_REPS: u64 = 100;
 
-/// Memory mode: unmeasured warm-up cycles of [`Driver::steady`] ...
-pub const WARM_CYCLES: u32 = 2;
-/// ... then measured cycles (whose calls are the case's calls after settling).
+/// Memory mode: warm-up cycles of [`Driver::steady`], the first cycle among them ...
+pub const WARM_CYCLES: u32 = 3;
+/// ... then measured cycles (the steady state: their calls are the case's calls after settling,
+/// their highest peak its steady peak).
 pub const MEASURED_CYCLES: u32 = 3;
+// The first cycle is a warm-up one, and a steady state needs a cycle to be read from.
+const _: () = assert!(WARM_CYCLES >= 1 && MEASURED_CYCLES >= 1);
 
 /// Memory mode: the `held` count of the meter at the last [`mark_held`] of the recorded case
 /// (`NONE` if none), and the calls of its last [`settled`] (`NONE` if none).
 static HELD_MARK: AtomicI64 = AtomicI64::new(NONE);
 static SETTLED_CALLS: AtomicI64 = AtomicI64::new(NONE);
+/// Memory mode: of the last [`Driver::steady`] of the recorded case (`NONE` if none), the peak
+/// `held` from the case's start to the end of its first cycle and the highest peak of its
+/// measured cycles (both absolute counts of the meter, from which the case's start is subtracted
+/// when printed), and the bytes its measured cycles requested.
+static FIRST_PEAK: AtomicI64 = AtomicI64::new(NONE);
+static STEADY_PEAK: AtomicI64 = AtomicI64::new(NONE);
+static STEADY_REQUESTED: AtomicI64 = AtomicI64::new(NONE);
 const NONE: i64 = i64::MIN;
 /// Whether a case is being run in memory mode (the marks are no-ops otherwise).
 static METERING: AtomicBool = AtomicBool::new(false);
@@ -140,7 +164,10 @@ pub enum Driver<'a, 'b> {
 
 impl Driver<'_, '_> {
     /// Measures `cycle`, run again and again on state it keeps (the steady state of a reuse
-    /// loop: criterion's warm-up, or the two warm-up runs, reach it before measuring).
+    /// loop: criterion's warm-up, the counting mode's two warm-up runs or the memory mode's
+    /// [`WARM_CYCLES`] reach it before measuring). In memory mode it also records the peak of
+    /// the first cycle, the highest peak of the measured ones and the bytes they requested (see
+    /// the module docs).
     pub fn steady(&mut self, mut cycle: impl FnMut()) {
         match self {
             Driver::Timed(b) => b.iter(&mut cycle),
@@ -155,14 +182,27 @@ impl Driver<'_, '_> {
                 });
             }
             Driver::Metered => {
-                for _ in 0..WARM_CYCLES {
+                // The meter's running peak has not been reset since the case started, so after
+                // the first cycle it is the case's peak up to there.
+                cycle();
+                let first = meter::peak();
+                for _ in 1..WARM_CYCLES {
                     cycle();
                 }
+                let requested = meter::counts().requested;
+                let mut steady = i64::MIN;
                 settled(|| {
                     for _ in 0..MEASURED_CYCLES {
-                        cycle();
+                        let ((), peak) = meter::peak_within(&mut cycle);
+                        steady = steady.max(peak);
                     }
                 });
+                if meter::INSTALLED && METERING.load(Relaxed) {
+                    FIRST_PEAK.store(first, Relaxed);
+                    STEADY_PEAK.store(steady, Relaxed);
+                    let requested = meter::counts().requested - requested;
+                    STEADY_REQUESTED.store(requested as i64, Relaxed);
+                }
                 mark_held();
             }
         }
@@ -291,8 +331,15 @@ impl Runner<'_> {
 fn memory_case(id: &str, f: &mut dyn FnMut(&mut Driver<'_, '_>)) {
     // Unrecorded: whatever the process makes once, on first use, is made here.
     f(&mut Driver::Metered);
-    HELD_MARK.store(NONE, Relaxed);
-    SETTLED_CALLS.store(NONE, Relaxed);
+    for mark in [
+        &HELD_MARK,
+        &SETTLED_CALLS,
+        &FIRST_PEAK,
+        &STEADY_PEAK,
+        &STEADY_REQUESTED,
+    ] {
+        mark.store(NONE, Relaxed);
+    }
     METERING.store(true, Relaxed);
     meter::reset_peak();
     let start = meter::counts();
@@ -307,8 +354,16 @@ fn memory_case(id: &str, f: &mut dyn FnMut(&mut Driver<'_, '_>)) {
             (v - base).to_string()
         }
     };
+    let per_cycle = |v: i64| {
+        if v == NONE {
+            NONE
+        } else {
+            let cycles = i64::from(MEASURED_CYCLES);
+            (v + cycles / 2) / cycles
+        }
+    };
     println!(
-        "{id}\t{peak}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{id}\t{peak}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         end.requested - start.requested,
         end.calls() - start.calls(),
         mark(HELD_MARK.load(Relaxed), start.held),
@@ -316,6 +371,9 @@ fn memory_case(id: &str, f: &mut dyn FnMut(&mut Driver<'_, '_>)) {
         end.allocs - start.allocs,
         end.deallocs - start.deallocs,
         end.reallocs - start.reallocs,
+        mark(FIRST_PEAK.load(Relaxed), start.held),
+        mark(STEADY_PEAK.load(Relaxed), start.held),
+        mark(per_cycle(STEADY_REQUESTED.load(Relaxed)), 0),
     );
     if end.held != start.held {
         // Not an error of the meter: the case keeps memory past its end (a leak, or state a

@@ -13,7 +13,8 @@
 //!   `realloc` counts its whole new size);
 //! - `allocs` (`alloc` and `alloc_zeroed`), `deallocs` and `reallocs`: the calls, one each.
 //!
-//! The peak of `held` is tracked at every call that raises it; [`reset_peak`] starts a new one.
+//! The peak of `held` is tracked at every call that raises it; [`reset_peak`] starts a new one,
+//! and [`peak_within`] reads the peak of one stretch of code without disturbing it.
 //!
 //! [`unmetered`] runs a closure whose calls (on its thread) are not counted: for the benchmarks'
 //! own data (an order of indices, a list of handles, `SystemAlloc`'s list of live blocks), which
@@ -158,6 +159,16 @@ mod imp {
         PEAK.store(HELD.load(Relaxed), Relaxed);
     }
 
+    pub fn peak_within<R>(f: impl FnOnce() -> R) -> (R, i64) {
+        let outer = PEAK.load(Relaxed);
+        PEAK.store(HELD.load(Relaxed), Relaxed);
+        let r = f();
+        let inner = PEAK.load(Relaxed);
+        // The running peak is the higher of the one before and the one inside.
+        PEAK.fetch_max(outer, Relaxed);
+        (r, inner)
+    }
+
     pub fn unmetered<R>(f: impl FnOnce() -> R) -> R {
         /// Resumes counting on return and on unwind.
         struct Resume;
@@ -196,6 +207,16 @@ pub fn peak() -> i64 {
 pub fn reset_peak() {
     #[cfg(feature = "meter")]
     imp::reset_peak();
+}
+
+/// Runs `f` and returns, beside its result, the highest `held` while it ran (at least the `held`
+/// of its start: the bytes already held count). The running peak ([`peak`]) is left as if this
+/// had been a plain call. Without the `meter` feature, the peak is 0.
+pub fn peak_within<R>(f: impl FnOnce() -> R) -> (R, i64) {
+    #[cfg(feature = "meter")]
+    return imp::peak_within(f);
+    #[cfg(not(feature = "meter"))]
+    (f(), 0)
 }
 
 /// Runs `f` with the meter not counting the calls made on this thread (see the module docs): for

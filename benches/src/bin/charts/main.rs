@@ -8,8 +8,9 @@
 //!   `DIR/<suite>-time.svg`, from each `benchmark-complete` message's typical estimate.
 //! - `--counts`: lines `<id>\t<operations>\t<instructions>`; one chart per suite,
 //!   `DIR/<suite>-instructions.svg`, of the instructions per operation.
-//! - `--memory`: the suites' memory-mode lines (`<id>\t<peak>\t...`, nine fields); one chart per
-//!   suite, `DIR/<suite>-memory.svg`, of the peak bytes.
+//! - `--memory`: the suites' memory-mode lines (`<id>\t<peak>\t...`, twelve fields or the first
+//!   nine: see `benches/src/harness.rs`); one chart per suite, `DIR/<suite>-memory.svg`, of the
+//!   peak bytes (counted from before each case's allocator was built).
 //!
 //! An id is `<suite>/<crate>/<case>`, split on its first two `/` only. In every chart each case is
 //! a group of horizontal bars, one per crate that has a result for it, each bar the crate's value
@@ -25,7 +26,7 @@ use std::process::ExitCode;
 
 use plotters::prelude::*;
 
-use arena_pool_benches::report_data::{Id, parse_criterion_line, split_id};
+use arena_pool_benches::report_data::{Id, parse_criterion_line, parse_memory_line, split_id};
 
 mod draw;
 
@@ -178,7 +179,7 @@ impl Metric {
                 "Each bar: the crate's instructions per operation (callgrind's Ir / operations) divided by the lowest of its row; its label: that ratio and the count."
             }
             Metric::Memory => {
-                "Each bar: the crate's peak bytes held during the case divided by the lowest peak of its row; its label: that ratio and the peak."
+                "Each bar: the crate's peak bytes held (from before its allocator was built) divided by the lowest peak of its row; its label: that ratio and the peak."
             }
         }
     }
@@ -353,7 +354,7 @@ fn load(metric: Metric, path: &Path) -> Result<Dataset, String> {
     let parse_line = match metric {
         Metric::Time => parse_criterion_line,
         Metric::Instructions => parse_counts_line,
-        Metric::Memory => parse_memory_line,
+        Metric::Memory => parse_memory_peak,
     };
     parse_lines(metric, &text, parse_line).map_err(|e| format!("{}:{e}", path.display()))
 }
@@ -431,37 +432,11 @@ fn parse_counts_line(line: &str) -> ParsedLine {
     )))
 }
 
-/// Parses a memory-mode line (`<id>`, peak, requested, calls, held at end or `-`, calls after
-/// settling or `-`, allocs, deallocs, reallocs): the id and the peak bytes.
-fn parse_memory_line(line: &str) -> ParsedLine {
-    let fields = tab_fields(line, 9)?;
-    let names = [
-        "peak bytes",
-        "bytes requested",
-        "calls",
-        "held at end",
-        "calls after settling",
-        "allocs",
-        "deallocs",
-        "reallocs",
-    ];
-    for (index, (field, name)) in fields[1..].iter().zip(names).enumerate() {
-        let optional = index == 3 || index == 4;
-        if optional && *field == "-" {
-            continue;
-        }
-        if index == 3 {
-            // Held at end can be below the start: a thread row's last frees of the case before
-            // it may come after this case started (see the memory mode's docs).
-            field
-                .parse::<i64>()
-                .map_err(|_| format!("{name} '{field}' is not an integer"))?;
-        } else {
-            parse_integer(field, name)?;
-        }
-    }
-    let peak = parse_integer(fields[1], "peak bytes")?;
-    Ok(Some((fields[0].to_string(), peak as f64)))
+/// Parses a memory-mode line (see [`parse_memory_line`]): the id and the case's peak bytes,
+/// counted from before its allocator was built (for a reuse loop, over all its cycles).
+fn parse_memory_peak(line: &str) -> ParsedLine {
+    let line = parse_memory_line(line)?;
+    Ok(Some((line.id, line.peak as f64)))
 }
 
 /// Splits a line on tabs into exactly `count` fields.
@@ -781,16 +756,15 @@ mod tests {
         assert!(parse_counts_line("s/k/c\t4").is_err());
         let line = "s/k/Vec<u64> push\t100\t200\t3\t-\t-\t1\t1\t1";
         assert_eq!(
-            parse_memory_line(line).unwrap(),
+            parse_memory_peak(line).unwrap(),
             Some(("s/k/Vec<u64> push".to_string(), 100.0))
         );
-        assert!(parse_memory_line("s/k/c\t100\t200\t3\tx\t-\t1\t1\t1").is_err());
-        // A thread row's held at end may be below its start; no other field may be negative.
+        let line = "s/k/c\t300\t900\t6\t64\t0\t3\t3\t0\t300\t120\t150";
         assert_eq!(
-            parse_memory_line("s/k/c\t100\t200\t3\t-144\t-\t1\t1\t1").unwrap(),
-            Some(("s/k/c".to_string(), 100.0))
+            parse_memory_peak(line).unwrap(),
+            Some(("s/k/c".to_string(), 300.0))
         );
-        assert!(parse_memory_line("s/k/c\t100\t200\t3\t-144\t-1\t1\t1\t1").is_err());
+        assert!(parse_memory_peak("s/k/c\t100\t200\t3\tx\t-\t1\t1\t1").is_err());
     }
 
     #[test]
