@@ -69,6 +69,8 @@ pub struct Cycle {
     pub probed: Option<bool>,
     /// Usable bytes of the largest chunk held.
     pub largest: usize,
+    /// Usable bytes of every chunk held.
+    pub held: usize,
     /// Usable bytes reserved by `with_capacity`.
     pub reserved: usize,
 }
@@ -102,6 +104,7 @@ impl Retention {
             bound: cycle.bound,
             probed: cycle.probed,
             largest: cycle.largest,
+            held: cycle.held,
             reserved: cycle.reserved,
         };
         match a::plan(&mut self.0, c) {

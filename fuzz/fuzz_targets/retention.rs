@@ -27,6 +27,8 @@ struct Step {
     flags: u8,
     bound: u8,
     largest: u32,
+    /// With bit 1 of `flags`: the other chunks held beside the largest (scaled as `need`).
+    others: u32,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -60,6 +62,8 @@ fn keep_at_most(need: usize, reserved: usize) -> usize {
 struct Sim {
     retention: Retention,
     largest: usize,
+    /// Usable bytes of every chunk held (the largest among them).
+    held: usize,
     plan: usize,
     probe: Option<usize>,
     reserved: usize,
@@ -76,6 +80,7 @@ impl Sim {
         // A cycle that outgrows the largest chunk takes the planned one when it holds the cycle.
         if now.max(bound) > self.largest && self.plan >= now {
             self.largest = self.largest.max(rounded(self.plan));
+            self.held = self.held.saturating_add(rounded(self.plan));
         }
         let largest = self.largest;
         let probed = self.probe.map(|at| now > at);
@@ -84,6 +89,7 @@ impl Sim {
             bound,
             probed,
             largest,
+            held: self.held,
             reserved: self.reserved,
         };
         let before = self.retention;
@@ -119,6 +125,7 @@ impl Sim {
                     );
                 }
                 self.largest = rounded(capacity);
+                self.held = self.largest;
                 self.plan = 0;
                 self.probe = None;
                 self.renewed = true;
@@ -144,6 +151,7 @@ impl Sim {
                     }
                     None => {}
                 }
+                self.held = largest;
                 self.plan = p;
                 self.probe = probe;
             }
@@ -154,6 +162,7 @@ impl Sim {
                     !self.reused
                         && !self.renewed
                         && now > largest
+                        && self.held >= now
                         && bound == 0
                         && probed.is_none(),
                     "{cycle:?} -> {plan:?}"
@@ -175,6 +184,7 @@ fuzz_target!(|input: Input| {
     let mut sim = Sim {
         retention: Retention::default(),
         largest: (input.start as usize).max(reserved),
+        held: (input.start as usize).max(reserved),
         plan: 0,
         probe: None,
         reserved,
@@ -187,6 +197,7 @@ fuzz_target!(|input: Input| {
             // As after a fresh arena's first cycles, or a reservation: any chunk (a probe or a
             // plan belongs to the chunk it was set for).
             sim.largest = scaled(step.largest, step.shift).max(reserved);
+            sim.held = sim.largest.saturating_add(scaled(step.others, step.shift));
             sim.probe = None;
         }
         let now = scaled(step.need, step.shift);

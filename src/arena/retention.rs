@@ -161,6 +161,8 @@ pub(crate) struct Cycle {
     pub(crate) probed: Option<bool>,
     /// Usable bytes of the largest chunk held: the one a reset keeps or renews.
     pub(crate) largest: usize,
+    /// Usable bytes of every chunk held.
+    pub(crate) held: usize,
     /// Usable bytes reserved by `with_capacity`.
     pub(crate) reserved: usize,
 }
@@ -239,7 +241,8 @@ pub(crate) fn plan_for(recent: &mut Recent, cycle: Cycle, need: usize) -> Plan {
 }
 
 /// Whether a renewal into `capacity` bytes is instead a [`Plan::Reuse`]: at the first reset of a
-/// fresh arena that outgrew its largest chunk, nothing hidden and no probe. That reset then
+/// fresh arena that outgrew its largest chunk but not its chunks together (the need was not in
+/// large blocks, which a reset gives back), nothing hidden and no probe. That reset then
 /// neither gives back nor takes anything (as cheap as a reset can be), and the next cycle, which
 /// needs about the same, runs in the same chunks with no backing call; the reset after it renews
 /// them into one as usual.
@@ -249,6 +252,7 @@ fn reuse(recent: &Recent, cycle: Cycle, capacity: usize) -> bool {
         && cycle.bound == 0
         && cycle.probed.is_none()
         && cycle.now > cycle.largest
+        && cycle.held >= cycle.now
         && capacity > cycle.largest
 }
 
@@ -338,6 +342,7 @@ mod tests {
             bound: 0,
             probed: None,
             largest,
+            held: largest.saturating_mul(3),
             reserved: 0,
         }
     }
@@ -404,6 +409,15 @@ mod tests {
             ..cycle(100_000, 40_000)
         };
         assert!(matches!(plan(&mut fresh, hid), Plan::Renew { .. }));
+        // Nor for a need the chunks together do not hold (large blocks, which a reset frees).
+        let in_large_blocks = Cycle {
+            held: 60_000,
+            ..cycle(100_000, 40_000)
+        };
+        assert!(matches!(
+            plan(&mut Recent::new(), in_large_blocks),
+            Plan::Renew { .. }
+        ));
     }
 
     #[test]

@@ -17,20 +17,26 @@ pub struct ArenaStats {
     /// Chunks held from the backing allocator (in use or kept for reuse).
     pub chunks: usize,
     /// Large blocks held: blocks of at least 64 KiB that did not fit the current chunk, each
-    /// taken from the backing allocator on its own (and given back as soon as it is freed).
+    /// taken from the backing allocator on its own (and given back as soon as it is freed). A
+    /// `LocalArena`'s piece is a chunk of its `SyncArena`, never a large block.
     pub large_blocks: usize,
     /// Bytes of the large blocks held, headers included (they count in
     /// `allocated_bytes_including_metadata` and the allocation limit, not in `used_bytes`).
     pub large_bytes: usize,
     /// Bytes handed out from the chunks up to the current position, alignment padding
-    /// included: what [`used_bytes`](crate::Arena::used_bytes) returns. Large blocks are
-    /// counted apart (`large_bytes`).
+    /// included. It goes back down exactly when the last block is freed or shrunk, when a scope
+    /// ends and on reset; a block freed while it was not the last stays counted until then.
+    /// Large blocks are counted apart (`large_bytes`). On a `SyncArena`, the pieces its
+    /// `LocalArena` handles took count in full, less the unused end a dropped handle gave back.
     pub used_bytes: usize,
-    /// Usable bytes of every held chunk and large block (headers excluded).
+    /// Usable bytes of every chunk (in use or kept for reuse) and large block held, headers
+    /// excluded.
     pub allocated_bytes: usize,
-    /// Bytes held from the backing allocator, headers included.
+    /// Bytes held from the backing allocator, headers included: what the allocation limit
+    /// caps.
     pub allocated_bytes_including_metadata: usize,
-    /// Bytes left in the current chunk.
+    /// Bytes left in the current chunk: what can be allocated (at alignment 1) before the arena
+    /// moves to another chunk.
     pub chunk_capacity: usize,
     /// The allocation limit, if one is set.
     pub allocation_limit: Option<usize>,
@@ -41,32 +47,30 @@ pub struct ArenaStats {
 macro_rules! stats_api {
     (impl[$($generics:tt)*] $ty:ty) => {
         impl<$($generics)*> $ty {
-            /// Bytes handed out from the chunks up to the current position, alignment padding
-            /// included. It goes back down exactly when the last block is freed or shrunk, when a
-            /// scope ends and on reset; bytes of blocks that were not last when freed stay
-            /// counted until then. Large blocks (of 64 KiB or more, outside the chunks) are not
-            /// counted here: see [`stats`](Self::stats)`().large_bytes`.
+            /// [`ArenaStats::used_bytes`]($crate::ArenaStats::used_bytes): bytes handed out
+            /// from the chunks up to the current position, large blocks not included.
             #[inline]
             pub fn used_bytes(&self) -> usize {
                 self.raw().used_bytes()
             }
 
-            /// Usable bytes of every chunk held from the backing allocator (headers excluded),
-            /// including chunks kept for reuse.
+            /// [`ArenaStats::allocated_bytes`]($crate::ArenaStats::allocated_bytes): usable
+            /// bytes of every chunk and large block held.
             #[inline]
             pub fn allocated_bytes(&self) -> usize {
                 self.raw().allocated_bytes()
             }
 
-            /// Bytes held from the backing allocator, chunk headers included: what the
-            /// allocation limit caps.
+            /// [`ArenaStats::allocated_bytes_including_metadata`](
+            /// $crate::ArenaStats::allocated_bytes_including_metadata): bytes held from the
+            /// backing allocator, what the allocation limit caps.
             #[inline]
             pub fn allocated_bytes_including_metadata(&self) -> usize {
                 self.raw().allocated_bytes_including_metadata()
             }
 
-            /// Bytes left in the current chunk: how much can be allocated (at alignment 1)
-            /// before the arena moves to another chunk.
+            /// [`ArenaStats::chunk_capacity`]($crate::ArenaStats::chunk_capacity): bytes left in
+            /// the current chunk.
             #[inline]
             pub fn chunk_capacity(&self) -> usize {
                 self.raw().chunk_capacity()

@@ -392,8 +392,7 @@ impl<A: Allocator> SyncArena<A> {
         }
     }
 
-    /// Statistics, as for [`Arena`](crate::Arena). `used_bytes` counts the pieces taken by
-    /// [`LocalArena`]s in full (but the unused end a dropped handle gave back).
+    /// All the statistics at once (see [`ArenaStats`] for what each counts).
     pub fn stats(&self) -> ArenaStats {
         let chunks = self.chunks.lock();
         let mut used_bytes = 0;
@@ -415,18 +414,18 @@ impl<A: Allocator> SyncArena<A> {
         }
     }
 
-    /// Bytes handed out (see [`stats`](SyncArena::stats)).
+    /// [`ArenaStats::used_bytes`]: bytes handed out from the chunks, large blocks not included.
     pub fn used_bytes(&self) -> usize {
         self.stats().used_bytes
     }
 
-    /// Usable bytes of every chunk held (see [`stats`](SyncArena::stats)).
+    /// [`ArenaStats::allocated_bytes`]: usable bytes of every chunk and large block held.
     pub fn allocated_bytes(&self) -> usize {
         self.stats().allocated_bytes
     }
 
-    /// Bytes held from the backing allocator, chunk and large-block headers included: what the
-    /// allocation limit caps (see [`stats`](SyncArena::stats)).
+    /// [`ArenaStats::allocated_bytes_including_metadata`]: bytes held from the backing allocator,
+    /// what the allocation limit caps.
     pub fn allocated_bytes_including_metadata(&self) -> usize {
         self.stats().allocated_bytes_including_metadata
     }

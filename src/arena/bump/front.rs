@@ -123,7 +123,9 @@ impl RawArena {
             .checked_sub(end.addr().get())?
             .checked_next_multiple_of(CHUNK_ALIGN)?;
         // Room to keep growing, as a chunk taken for a growing block has: the chunk doubles (up
-        // to the growth cap) when the source has that much, else it takes what is needed.
+        // to the growth cap) when the source has that much, else it takes what the source has
+        // (so that a block growing by small steps takes this path once per lengthening, not
+        // once per step), else what is needed.
         let ample = needed.max(c.size().min(self.growth_cap) & !(CHUNK_ALIGN - 1));
         let extended = |more: usize| {
             self.check_limit(more).is_ok()
@@ -133,10 +135,15 @@ impl RawArena {
         };
         let more = if extended(ample) {
             ample
-        } else if ample != needed && extended(needed) {
-            needed
         } else {
-            return None;
+            let room = src.spare_room().min(ample) & !(CHUNK_ALIGN - 1);
+            if room > needed && extended(room) {
+                room
+            } else if ample != needed && extended(needed) {
+                needed
+            } else {
+                return None;
+            }
         };
         // SAFETY: the source handed the `more` bytes after the block to it.
         unsafe { c.lengthen(more) };

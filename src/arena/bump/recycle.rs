@@ -6,7 +6,9 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use super::{Probe, RawArena, RawCheckpoint, Room, poison_chunks};
-use crate::arena::chunk::{Chunk, ChunkSource, chunk_size_for_capacity, chunks_until, ring};
+use crate::arena::chunk::{
+    Chunk, ChunkSource, HEADER_SIZE, chunk_size_for_capacity, chunks_until, ring,
+};
 use crate::arena::poison::{poison, unpoison};
 use crate::arena::retention::{Cycle, Decision, Plan, decide, plan_for};
 
@@ -173,6 +175,7 @@ impl RawArena {
                 bound,
                 probed,
                 largest: keep.capacity(),
+                held: self.held.get() - self.chunks.get() * HEADER_SIZE,
                 reserved: self.reserved.get(),
             },
             need,

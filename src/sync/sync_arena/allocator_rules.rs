@@ -8,7 +8,6 @@ use core::ptr::NonNull;
 use allocator_api2::alloc::{AllocError, Allocator};
 
 use super::SyncArena;
-use super::bumping::Request;
 use super::shared_chunk::SharedChunk;
 use crate::arena::resize::{self, Front};
 use crate::arena::{ArenaStats, Core, LARGE_THRESHOLD, refuse, satisfies};
@@ -224,7 +223,7 @@ impl<A: Allocator> Core for SyncArena<A> {
 
     #[inline(always)]
     fn core_alloc_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.alloc_slow(layout, Request::Block)
+        self.alloc_slow(layout)
     }
 
     /// [`alloc_block`](SyncArena::alloc_block), the shared path's own allocation (an empty layout gets its

@@ -53,7 +53,7 @@ impl<A: Allocator> SyncArena<A> {
                 }
             }
         }
-        self.alloc_slow(layout, Request::Block)
+        self.alloc_slow(layout)
     }
 
     /// Places a request whose new chunk, if it needs one, is sized as `how` says (a grown block
@@ -66,8 +66,16 @@ impl<A: Allocator> SyncArena<A> {
     ) -> Result<NonNull<u8>, Failure> {
         match self.core_bump(layout) {
             Some(p) => Ok(p),
-            None => self.alloc_slow(layout, how),
+            None => self.alloc_slow_as(layout, how),
         }
+    }
+
+    /// [`alloc_slow`](Self::alloc_slow) for a request of another kind than a block (see
+    /// [`Request`]). Apart, so that a block's cold path has the request's kind folded in.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow_as(&self, layout: Layout, how: Request) -> Result<NonNull<u8>, Failure> {
+        self.alloc_slow_body(layout, how)
     }
 
     /// Under the lock: bump the chunk another thread may have installed meanwhile, else take a
@@ -78,10 +86,16 @@ impl<A: Allocator> SyncArena<A> {
     /// may allocate in this arena itself (that nested call is served like any other), and no
     /// other thread waits for it. So several threads may take a chunk at once; one that finds a
     /// chunk with room installed when it comes back keeps its own as a spare.
-    /// `how` says what the request is, which sizes a new chunk (see [`Request`]).
     #[cold]
     #[inline(never)]
-    pub(super) fn alloc_slow(&self, layout: Layout, how: Request) -> Result<NonNull<u8>, Failure> {
+    pub(super) fn alloc_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        self.alloc_slow_body(layout, Request::Block)
+    }
+
+    /// The body of [`alloc_slow`](Self::alloc_slow) and [`alloc_slow_as`](Self::alloc_slow_as):
+    /// `how` says what the request is, which sizes a new chunk (see [`Request`]).
+    #[inline(always)]
+    fn alloc_slow_body(&self, layout: Layout, how: Request) -> Result<NonNull<u8>, Failure> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
         }

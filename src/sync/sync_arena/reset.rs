@@ -7,7 +7,7 @@ use core::ptr;
 use allocator_api2::alloc::Allocator;
 
 use super::SyncArena;
-use super::shared_chunk::{EXTRA_HEADER, SharedChunk, unlink, unpoison_block};
+use super::shared_chunk::{DATA_OFFSET, EXTRA_HEADER, SharedChunk, unlink, unpoison_block};
 use crate::arena::resize::Front;
 use crate::arena::{Cycle, Plan, chunk_size_for_capacity, plan};
 use crate::sync::shim::Ordering;
@@ -96,6 +96,7 @@ impl<A: Allocator> SyncArena<A> {
                 bound,
                 probed,
                 largest: keep.capacity(),
+                held: chunks.held - chunks.count * DATA_OFFSET,
                 reserved: chunks.reserved,
             },
         );
