@@ -374,6 +374,23 @@ mod tests {
         plans
     }
 
+    /// `plans` renew a chunk for `need`, then keep it as it is.
+    #[track_caller]
+    fn renewed_then_kept(plans: &[Plan], need: usize) {
+        assert_eq!(
+            plans[0],
+            Plan::Renew {
+                capacity: planned(need),
+                probe: None
+            }
+        );
+        let kept = Plan::Keep {
+            plan: 0,
+            probe: None,
+        };
+        assert!(plans[1..].iter().all(|&p| p == kept), "{plans:?}");
+    }
+
     #[test]
     fn a_fresh_arena_reuses_its_chunks_once_then_renews_them_into_one() {
         let mut r = Recent::new();
@@ -381,20 +398,7 @@ mod tests {
         // reset keeps them all, and the next cycle, which needs the same, runs in them.
         let plans = steady(&mut r, 40_000, 100_000, 4);
         assert_eq!(plans[0], Plan::Reuse);
-        assert_eq!(
-            plans[1],
-            Plan::Renew {
-                capacity: planned(100_000),
-                probe: None
-            }
-        );
-        assert_eq!(
-            plans[2..],
-            [Plan::Keep {
-                plan: 0,
-                probe: None
-            }; 2]
-        );
+        renewed_then_kept(&plans[1..], 100_000);
         // Once only, and never after a renewal: a later cycle that outgrows the chunk renews.
         assert_eq!(
             plan(&mut r, cycle(400_000, 200_000)),
@@ -444,20 +448,7 @@ mod tests {
                 probe: Some(planned(100_000))
             }
         );
-        assert_eq!(
-            plans[1],
-            Plan::Renew {
-                capacity: planned(100_000),
-                probe: None
-            }
-        );
-        assert_eq!(
-            plans[2..],
-            [Plan::Keep {
-                plan: 0,
-                probe: None
-            }; 2]
-        );
+        renewed_then_kept(&plans[1..], 100_000);
     }
 
     #[test]
