@@ -134,8 +134,9 @@ impl Arena {
     }
 
     /// An arena on the global allocator whose first chunk holds at least `capacity` bytes: it
-    /// takes `capacity` usable bytes plus the chunk header, rounded up to 512 bytes or whole pages (at most
-    /// 4 KiB more), and `reset` never keeps less.
+    /// takes `capacity` usable bytes plus the chunk header, rounded up to 512 bytes or whole
+    /// pages (at most 4 KiB more), and `reset` never keeps less. `with_capacity(0)` takes
+    /// nothing, as [`new`](Arena::new).
     ///
     /// # Panics
     /// When the capacity overflows; calls [`handle_alloc_error`](alloc::alloc::handle_alloc_error)
@@ -194,7 +195,7 @@ impl<A: Allocator> Arena<A> {
     }
 
     /// An arena taking its chunks from `alloc`, whose first chunk holds at least `capacity`
-    /// bytes.
+    /// bytes (none for 0).
     ///
     /// # Panics
     /// When the capacity overflows; calls [`handle_alloc_error`](alloc::alloc::handle_alloc_error)

@@ -182,6 +182,17 @@ impl Pool {
     pub fn with_capacity(layout: Layout, capacity: usize) -> Pool {
         Pool::with_capacity_in(layout, capacity, Global)
     }
+
+    /// Like [`with_capacity`](Pool::with_capacity), returning `Err` instead of panicking or
+    /// aborting.
+    ///
+    /// ```
+    /// use core::alloc::Layout;
+    /// assert!(arena_pool::Pool::try_with_capacity(Layout::new::<u64>(), 1 << 60).is_err());
+    /// ```
+    pub fn try_with_capacity(layout: Layout, capacity: usize) -> Result<Pool, AllocError> {
+        Pool::try_with_capacity_in(layout, capacity, Global)
+    }
 }
 
 impl<A: Allocator> Pool<A> {
@@ -226,20 +237,37 @@ impl<A: Allocator> Pool<A> {
     #[track_caller]
     pub fn with_capacity_in(layout: Layout, capacity: usize, alloc: A) -> Pool<A> {
         let pool = Pool::new_in(layout, alloc);
-        if capacity > 0 {
-            let slots = capacity.max(MIN_SLAB_SLOTS);
-            match pool.slab_layout(slots) {
-                Some(block) => {
-                    if pool.add_slab(slots).is_err() {
-                        alloc::alloc::handle_alloc_error(block)
-                    }
-                    pool.slabs.advance();
-                    pool.enter_carve_slab();
-                }
-                None => panic!("arena-pool: a pool slab of {capacity} slots overflows"),
-            }
+        match pool.reserve_first(capacity) {
+            Ok(()) => pool,
+            Err(Some(block)) => alloc::alloc::handle_alloc_error(block),
+            Err(None) => panic!("arena-pool: a pool slab of {capacity} slots overflows"),
         }
-        pool
+    }
+
+    /// Like [`with_capacity_in`](Pool::with_capacity_in), returning `Err` instead of panicking
+    /// or aborting.
+    pub fn try_with_capacity_in(
+        layout: Layout,
+        capacity: usize,
+        alloc: A,
+    ) -> Result<Pool<A>, AllocError> {
+        let pool = Pool::new_in(layout, alloc);
+        pool.reserve_first(capacity).map_err(|_| AllocError)?;
+        Ok(pool)
+    }
+
+    /// Takes a first slab of at least `capacity` slots (none for 0). `Err(None)` when its size
+    /// overflows, `Err(Some(layout))` when the backing allocator refuses a slab of `layout`.
+    fn reserve_first(&self, capacity: usize) -> Result<(), Option<Layout>> {
+        if capacity == 0 {
+            return Ok(());
+        }
+        let slots = capacity.max(MIN_SLAB_SLOTS);
+        let block = self.slab_layout(slots).ok_or(None)?;
+        self.add_slab(slots).map_err(|AllocError| Some(block))?;
+        self.slabs.advance();
+        self.enter_carve_slab();
+        Ok(())
     }
 
     /// The layout the pool was made for.

@@ -67,6 +67,16 @@ impl<T> TypedPool<T> {
     pub fn with_capacity(capacity: usize) -> TypedPool<T> {
         TypedPool::with_capacity_in(capacity, Global)
     }
+
+    /// Like [`with_capacity`](TypedPool::with_capacity), returning `Err` instead of panicking
+    /// or aborting.
+    ///
+    /// ```
+    /// assert!(arena_pool::TypedPool::<u64>::try_with_capacity(1 << 60).is_err());
+    /// ```
+    pub fn try_with_capacity(capacity: usize) -> Result<TypedPool<T>, AllocError> {
+        TypedPool::try_with_capacity_in(capacity, Global)
+    }
 }
 
 impl<T> Default for TypedPool<T> {
@@ -99,6 +109,15 @@ impl<T, A: Allocator> TypedPool<T, A> {
             pool: Pool::with_capacity_in(Layout::new::<T>(), capacity, alloc),
             _values: PhantomData,
         }
+    }
+
+    /// Like [`with_capacity_in`](TypedPool::with_capacity_in), returning `Err` instead of
+    /// panicking or aborting.
+    pub fn try_with_capacity_in(capacity: usize, alloc: A) -> Result<TypedPool<T, A>, AllocError> {
+        Ok(TypedPool {
+            pool: Pool::try_with_capacity_in(Layout::new::<T>(), capacity, alloc)?,
+            _values: PhantomData,
+        })
     }
 
     /// The underlying pool (its statistics, its slot layout, `T`'s).

@@ -75,7 +75,8 @@ impl SyncArena {
         SyncArena::new_in(Global)
     }
 
-    /// An arena on the global allocator whose first chunk holds at least `capacity` bytes.
+    /// An arena on the global allocator whose first chunk holds at least `capacity` bytes (none
+    /// for 0: as [`new`](SyncArena::new), it allocates nothing).
     ///
     /// # Panics
     /// When the capacity overflows; calls `handle_alloc_error` when the allocator fails.
@@ -88,6 +89,11 @@ impl SyncArena {
     #[track_caller]
     pub fn with_capacity(capacity: usize) -> SyncArena {
         SyncArena::with_capacity_in(capacity, Global)
+    }
+
+    /// Like [`with_capacity`](SyncArena::with_capacity), returning `Err` instead of panicking.
+    pub fn try_with_capacity(capacity: usize) -> Result<SyncArena, AllocError> {
+        SyncArena::try_with_capacity_in(capacity, Global)
     }
 }
 
@@ -143,7 +149,7 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// An arena taking its chunks from `alloc`, whose first chunk holds at least `capacity`
-    /// bytes.
+    /// bytes (none for 0).
     ///
     /// # Panics
     /// When the capacity overflows; calls `handle_alloc_error` when `alloc` fails.
@@ -163,6 +169,9 @@ impl<A: Allocator> SyncArena<A> {
 
     fn reserved(capacity: usize, alloc: A) -> Result<SyncArena<A>, Failure> {
         let mut arena = SyncArena::new_in(alloc);
+        if capacity == 0 {
+            return Ok(arena);
+        }
         let (size, nominal) = capacity
             .checked_add(EXTRA_HEADER)
             .and_then(chunk_size_for_capacity)

@@ -325,13 +325,16 @@ impl RawArena {
         self.end.set(c.end());
     }
 
-    /// Takes a first chunk of at least `capacity` usable bytes (for `with_capacity`).
+    /// Takes a first chunk of at least `capacity` usable bytes (for `with_capacity`; none for 0).
     pub(crate) fn reserve_first<S: ChunkSource + ?Sized>(
         &self,
         capacity: usize,
         src: &S,
     ) -> Result<(), Failure> {
         debug_assert!(self.chunk.get().is_none());
+        if capacity == 0 {
+            return Ok(());
+        }
         let (size, nominal) = chunk_size_for_capacity(capacity).ok_or(Failure::CapacityOverflow)?;
         self.budget().admit(size)?;
         let c = self.take_block(size, nominal, src)?;

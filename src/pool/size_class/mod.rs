@@ -485,8 +485,9 @@ pub struct ClassStats {
     pub bytes: usize,
 }
 
-/// A snapshot of a [`SizeClassPool`]'s memory, from [`SizeClassPool::stats`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A snapshot of a [`SizeClassPool`]'s memory, from [`SizeClassPool::stats`]. Its `Debug` lists
+/// the classes in use only (blocks live, or pages formatted).
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SizeClassStats {
     /// Pages held (in use or cached empty).
     pub pages: usize,
@@ -514,9 +515,44 @@ impl SizeClassStats {
     }
 }
 
+impl fmt::Debug for SizeClassStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        /// The classes with blocks live or pages formatted.
+        struct InUse<'a>(&'a SizeClassStats);
+        impl fmt::Debug for InUse<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list()
+                    .entries(self.0.classes().filter(|c| c.live != 0 || c.pages != 0))
+                    .finish()
+            }
+        }
+        f.debug_struct("SizeClassStats")
+            .field("pages", &self.pages)
+            .field("empty_pages", &self.empty_pages)
+            .field("empty_bytes", &self.empty_bytes)
+            .field("bytes_held", &self.bytes_held)
+            .field("fallback_blocks", &self.fallback_blocks)
+            .field("classes_in_use", &InUse(self))
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_lists_the_classes_in_use_only() {
+        let pool = SizeClassPool::new();
+        let fresh = alloc::format!("{pool:?}");
+        assert!(fresh.contains("classes_in_use: []"), "{fresh}");
+        let b = pool.allocate(Layout::new::<[u8; 24]>()).unwrap();
+        let one = alloc::format!("{pool:?}");
+        assert_eq!(one.matches("block_size").count(), 1, "{one}");
+        assert!(one.len() < 600, "{} bytes: {one}", one.len());
+        // SAFETY: `b` came from `pool` with this layout and is not used again.
+        unsafe { pool.deallocate(b.cast(), Layout::new::<[u8; 24]>()) };
+    }
 
     #[test]
     fn options_are_normalized_to_class_sizes() {
