@@ -138,10 +138,11 @@ fn large_blocks_on_the_shared_path_from_two_threads() {
 
 // ----- a backing allocator that unwinds in `deallocate` -----
 
-/// An arena on `backing` holding `n` chunks, each filled with blocks (so that a reset renews
-/// them: one chunk for the whole cycle, after every chunk went back).
+/// An arena on `backing` holding `n` chunks, each filled with blocks, in its second cycle (a
+/// fresh arena's first reset keeps its chunks for the next cycle): so that a reset renews them,
+/// one chunk for the whole cycle, after every chunk went back.
 fn arena_with_chunks(backing: &Tracked, n: usize) -> SyncArena<&Tracked> {
-    let arena = SyncArena::new_in(backing);
+    let mut arena = SyncArena::new_in(backing);
     let mut fill = 1;
     loop {
         // Fill the current chunk (blocks of 8-byte multiples: no padding).
@@ -151,11 +152,28 @@ fn arena_with_chunks(backing: &Tracked, n: usize) -> SyncArena<&Tracked> {
             fill += 1;
         }
         if arena.stats().chunks == n {
-            return arena;
+            break;
         }
         // The next block takes a chunk.
         checked_block(&arena, 8, fill);
     }
+    let held = backing.held_blocks();
+    arena.reset();
+    assert_eq!((backing.held_blocks(), arena.stats().chunks), (held, n));
+    // The same cycle again, in the chunks kept: each 8-byte block moves to the next one.
+    for k in 0..n {
+        if k != 0 {
+            checked_block(&arena, 8, fill);
+        }
+        let room = arena.stats().chunk_capacity & !7;
+        checked_block(&arena, room, fill);
+        fill += 1;
+    }
+    assert_eq!(
+        (backing.held_blocks(), arena.stats().chunk_capacity),
+        (held, 0)
+    );
+    arena
 }
 
 /// A reset whose backing allocator unwinds while it gives the chunks back, at each of its
