@@ -80,3 +80,21 @@ fn arena_constructors_and_sync_arena_helpers_report_the_callers_line() {
     let text = "x".repeat(8192);
     panics_here!(arena.alloc_str(&text));
 }
+
+#[test]
+fn format_in_reports_the_callers_line_at_the_limit() {
+    // The text is written through `fmt::Write`, whose calls cannot carry the caller's location:
+    // the refusal is answered once formatting stops, in `format_in!`'s own frame.
+    let arena = Arena::new();
+    arena.set_allocation_limit(Some(4096));
+    panics_here!(arena_pool::format_in!(&arena, "{:>10000}", "x"));
+    let e = catch_unwind(AssertUnwindSafe(|| {
+        let _ = arena_pool::format_in!(&arena, "{:>10000}", "x");
+    }))
+    .unwrap_err();
+    let message = e.downcast_ref::<std::string::String>().unwrap();
+    assert!(
+        message.starts_with("arena-pool: format_in!: ") && message.contains("allocation limit"),
+        "{message}"
+    );
+}

@@ -171,16 +171,12 @@ impl<A: Allocator> String<A> {
     #[must_use]
     #[track_caller]
     pub fn from_fmt_in(args: fmt::Arguments<'_>, alloc: A) -> String<A> {
-        if let Some(text) = args.as_str() {
-            return String::from_str_in(text, alloc);
+        // Through the fallible path, so that a refusal panics here, at the caller's line (a
+        // panic inside `fmt::Write::write_str` would report the formatting machinery's).
+        match String::try_from_fmt_in(args, alloc) {
+            Ok(s) => s,
+            Err(e) => no_room_to_format(e),
         }
-        let mut s = String::new_in(alloc);
-        if fmt::Write::write_fmt(&mut s, args).is_err() {
-            // Writing to a `String` never fails (growth panics instead): the error came from a
-            // formatting trait implementation.
-            format_error()
-        }
-        s
     }
 
     /// Like [`from_fmt_in`](String::from_fmt_in), returning the error instead of panicking when
@@ -624,8 +620,8 @@ impl<A: Allocator> String<A> {
         };
         if let Err(e) = result {
             panic!(
-                "arena_pool::collections::String: cannot make room for {additional} more bytes \
-                 (it holds {}): {e}",
+                "arena-pool: String: cannot make room for {additional} more bytes (it holds {}): \
+                 {e}",
                 self.vec.len()
             );
         }
@@ -638,8 +634,19 @@ impl<A: Allocator> String<A> {
 #[track_caller]
 fn format_error() -> ! {
     panic!(
-        "arena_pool::format_in: a formatting trait implementation (Display, Debug, ...) returned \
-         an error"
+        "arena-pool: format_in!: a formatting trait implementation (Display, Debug, ...) \
+         returned an error"
+    )
+}
+
+/// The panic of `format_in!` when the allocator refuses the text's buffer.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn no_room_to_format(e: TryReserveError) -> ! {
+    panic!(
+        "arena-pool: format_in!: cannot make room for the formatted text: {e} (an arena's \
+         allocation limit, or out of memory)"
     )
 }
 
@@ -654,8 +661,8 @@ fn not_a_boundary(new_len: usize, text: &str) -> ! {
         .unwrap_or(0);
     let c = text[start..].chars().next().unwrap_or_default();
     panic!(
-        "arena_pool::collections::String::truncate: byte {new_len} is inside the character {c:?} \
-         (bytes {start}..{}), not on a character boundary",
+        "arena-pool: String::truncate: byte {new_len} is inside the character {c:?} (bytes \
+         {start}..{}), not on a character boundary",
         start + c.len_utf8()
     )
 }
