@@ -18,3 +18,4 @@
 pub use crate::BumpAlloc;
 pub use crate::collections::CollectIn;
 pub use crate::collections::FromIteratorIn;
+pub use crate::collections::TryFromIteratorIn;

@@ -673,3 +673,43 @@ fn allocator_api2_vec_macro_takes_the_arena_in_its_repeat_form() {
     let list = Vec::from_iter_in([1u8, 2, 3], &arena);
     assert_eq!((list.as_slice(), list.capacity()), (&[1u8, 2, 3][..], 3));
 }
+
+#[test]
+fn try_collect_in_returns_the_refusal_and_frees_what_it_took() {
+    let arena = Arena::new();
+    arena.set_allocation_limit(Some(4096));
+    let used = arena.used_bytes();
+    let counted = Cell::new(0);
+    let big = (0..10_000u64).inspect(|_| counted.set(counted.get() + 1));
+    let r: Result<Vec<u64, _>, _> = big.try_collect_in(&arena);
+    assert!(r.is_err());
+    // The items taken were dropped with the buffer, which went back.
+    assert_eq!(arena.used_bytes(), used);
+    assert!(counted.get() < 10_000);
+    let r: Result<String<_>, _> = core::iter::repeat_n("0123456789", 1000).try_collect_in(&arena);
+    assert!(r.is_err());
+    assert_eq!(arena.used_bytes(), used);
+    // Within the limit, every target is built.
+    let v: Vec<u32, _> = (0..10).try_collect_in(&arena).unwrap();
+    let b: Box<[u32], _> = (0..10).try_collect_in(&arena).unwrap();
+    let s: String<_> = "abc".chars().try_collect_in(&arena).unwrap();
+    assert_eq!(
+        (&v[..], &b[..], s.as_str()),
+        (&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9][..], &v[..], "abc")
+    );
+}
+
+#[test]
+fn vec_in_builds_in_the_allocator_given() {
+    let arena = Arena::new();
+    let v = arena_pool::vec_in![&arena; String::from_str_in("a", &arena), String::from_str_in("b", &arena)];
+    assert_eq!(v.len(), 2);
+    let z = arena_pool::vec_in![&arena; 7u16; 5];
+    assert_eq!(z, [7; 5]);
+    let e: Vec<u8, _> = arena_pool::vec_in![&arena];
+    assert!(e.is_empty());
+    let shared = arena_pool::SyncArena::new();
+    assert_eq!(arena_pool::vec_in![&shared; 1, 2], [1, 2]);
+    let pool = arena_pool::Pool::for_type::<[u64; 2]>();
+    assert_eq!(arena_pool::vec_in![&pool; 9u64; 2], [9, 9]);
+}

@@ -30,6 +30,7 @@
 
 mod collect;
 mod string;
+mod vec_in;
 
-pub use collect::{CollectIn, FromIteratorIn};
+pub use collect::{CollectIn, FromIteratorIn, TryFromIteratorIn};
 pub use string::{FromUtf8Error, String};
