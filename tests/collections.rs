@@ -713,3 +713,72 @@ fn vec_in_builds_in_the_allocator_given() {
     let pool = arena_pool::Pool::for_type::<[u64; 2]>();
     assert_eq!(arena_pool::vec_in![&pool; 9u64; 2], [9, 9]);
 }
+
+#[test]
+fn string_edits_in_the_middle_keep_utf8_and_the_allocator() {
+    let arena = Arena::new();
+    let mut s = String::from_str_in("añc", &arena);
+    s.insert(0, '¿');
+    s.insert_str(s.len(), "?!");
+    assert_eq!(s, "¿añc?!");
+    assert_eq!(s.remove(3), 'ñ');
+    assert_eq!(s, "¿ac?!");
+    s.replace_range(2..3, "ßßß");
+    assert_eq!(s, "¿ßßßc?!");
+    s.replace_range(..2, "");
+    assert_eq!(s, "ßßßc?!");
+    s.extend_from_within(6..);
+    assert_eq!(s, "ßßßc?!c?!");
+    s.retain(|c| c != 'ß');
+    assert_eq!(s, "c?!c?!");
+    let rest = s.split_off(3);
+    assert_eq!((s.as_str(), rest.as_str()), ("c?!", "c?!"));
+    assert!(core::ptr::eq(*rest.allocator(), &arena));
+
+    // A drain removes its whole range, used up or not, from either end.
+    let mut t = String::from_str_in("αβγδε", &arena);
+    let mut d = t.drain(2..8);
+    assert_eq!((d.next(), d.next_back()), (Some('β'), Some('δ')));
+    assert_eq!(d.as_str(), "γ");
+    drop(d);
+    assert_eq!(t, "αε");
+    let all: std::string::String = t.drain(..).collect();
+    assert_eq!((all.as_str(), t.as_str()), ("αε", ""));
+
+    let lossy = String::from_utf8_lossy_in(b"ok \xF0\x90\x80 \xE2\x82\xAC", &arena);
+    assert_eq!(lossy, "ok \u{FFFD} €");
+}
+
+#[test]
+fn string_edits_refuse_bad_positions_and_survive_a_panicking_predicate() {
+    let arena = Arena::new();
+    let mut s = String::from_str_in("añb", &arena);
+    let inside = catch_unwind(AssertUnwindSafe(|| s.insert(2, 'x'))).unwrap_err();
+    assert!(message(&*inside).contains("not on a character boundary"));
+    let past = catch_unwind(AssertUnwindSafe(|| s.remove(4))).unwrap_err();
+    assert!(message(&*past).starts_with("arena-pool: "));
+    let (from, to) = (3, 1);
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(s.drain(from..to)))).is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| s.split_off(9))).is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| s.replace_range(..2, "z"))).is_err());
+    assert_eq!(s, "añb");
+
+    // A predicate that panics leaves the characters kept so far and those it did not reach.
+    let mut t = String::from_str_in("a1ñ2b3", &arena);
+    let mut seen = 0;
+    let e = catch_unwind(AssertUnwindSafe(|| {
+        t.retain(|c| {
+            seen += 1;
+            assert!(seen < 5, "stop");
+            !c.is_ascii_digit()
+        })
+    }));
+    assert!(e.is_err());
+    assert_eq!(t, "añb3");
+
+    // At the limit, the fallible insert returns the refusal and changes nothing.
+    arena.set_allocation_limit(Some(arena.allocated_bytes_including_metadata()));
+    let mut u = String::from_str_in("", &arena);
+    assert!(u.try_insert_str(0, &"x".repeat(100_000)).is_err());
+    assert!(u.is_empty());
+}

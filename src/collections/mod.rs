@@ -33,4 +33,4 @@ mod string;
 mod vec_in;
 
 pub use collect::{CollectIn, FromIteratorIn, TryFromIteratorIn};
-pub use string::{FromUtf8Error, String};
+pub use string::{FromUtf8Error, String, StringDrain};

@@ -13,6 +13,9 @@ use allocator_api2::boxed::Box;
 use allocator_api2::collections::TryReserveError;
 use allocator_api2::vec::Vec;
 
+mod edit;
+
+pub use edit::StringDrain;
 mod traits;
 
 /// A growable UTF-8 string whose bytes live in the allocator `A`: `String<&Arena>` keeps its text
@@ -21,7 +24,10 @@ mod traits;
 /// It is allocator-api2's [`Vec<u8, A>`](Vec) that always holds valid UTF-8, with the methods
 /// of std's `String`: [`push`](String::push), [`push_str`](String::push_str),
 /// [`core::fmt::Write`] (so `write!` works), [`truncate`](String::truncate),
-/// [`pop`](String::pop), [`reserve`](String::reserve) and [`try_reserve`](String::try_reserve),
+/// [`pop`](String::pop), [`insert`](String::insert), [`remove`](String::remove),
+/// [`retain`](String::retain), [`drain`](String::drain),
+/// [`replace_range`](String::replace_range), [`split_off`](String::split_off),
+/// [`reserve`](String::reserve) and [`try_reserve`](String::try_reserve),
 /// [`leak`](String::leak), [`into_boxed_str`](String::into_boxed_str)… It dereferences to `str`,
 /// so every `str` method (`len`, `chars`, `split`, `parse`, slicing with `&s[1..]`) works on it.
 /// It compares, orders and hashes like `str`, and implements `Borrow<str>`, so it can key a
@@ -655,13 +661,22 @@ fn no_room_to_format(e: TryReserveError) -> ! {
 #[inline(never)]
 #[track_caller]
 fn not_a_boundary(new_len: usize, text: &str) -> ! {
+    not_a_char_boundary("truncate", new_len, text)
+}
+
+/// The panic of `String::<method>` at byte `at`, inside a character of `text`.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn not_a_char_boundary(method: &str, at: usize, text: &str) -> ! {
+    let new_len = at;
     let start = (0..new_len)
         .rev()
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(0);
     let c = text[start..].chars().next().unwrap_or_default();
     panic!(
-        "arena-pool: String::truncate: byte {new_len} is inside the character {c:?} (bytes \
+        "arena-pool: String::{method}: byte {new_len} is inside the character {c:?} (bytes \
          {start}..{}), not on a character boundary",
         start + c.len_utf8()
     )
