@@ -41,7 +41,7 @@ use arbitrary::Arbitrary;
 use arena_pool::allocator_api2::alloc::{Allocator, Layout};
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::collections::String;
-use arena_pool::{Arena, ArenaRef, BumpAlloc, Checkpoint};
+use arena_pool::{Arena, ArenaRef, ArenaStats, BumpAlloc, Checkpoint};
 use arena_pool_fuzz::fills::{self, Fill, Item};
 use arena_pool_fuzz::nested::{self, Plan, Reentrant, Settled};
 use arena_pool_fuzz::{
@@ -213,6 +213,8 @@ struct State<'b> {
     /// The block the operation works on (its sequence number), which leaves the model if the
     /// operation unwinds from a backing `deallocate`.
     operand: Option<u64>,
+    /// A reset has kept every chunk for the next cycle (a fresh arena's does that once).
+    reused: bool,
 }
 
 impl State<'_> {
@@ -366,8 +368,19 @@ impl State<'_> {
             assert_eq!(after.used_bytes, 0);
             // Reset keeps at most one chunk (the largest, or one renewed for the cycle's need;
             // none when the chunk a renewal takes is refused: an injected failure, or the limit)
-            // and frees every large block.
-            assert!(after.chunks <= 1, "{before:?} -> {after:?}");
+            // and frees every large block; once, a fresh arena's reset keeps every chunk
+            // instead, and takes nothing.
+            if after.chunks > 1 {
+                assert!(!self.reused, "a second reuse: {before:?} -> {after:?}");
+                self.reused = true;
+                let chunk_bytes =
+                    |s: ArenaStats| s.allocated_bytes_including_metadata - s.large_bytes;
+                assert_eq!(
+                    (after.chunks, chunk_bytes(after)),
+                    (before.chunks, chunk_bytes(before)),
+                    "{before:?} -> {after:?}"
+                );
+            }
             assert_eq!(after.large_blocks, 0, "{after:?}");
             // (The chunk kept may be one renewed for the cycle's need, large blocks included:
             // larger than what is held at the reset when the cycle freed a large block. The
@@ -893,6 +906,7 @@ fuzz_target!(|input: Input| {
         bound: None,
         reenter: None,
         operand: None,
+        reused: false,
     };
     st.enter(0);
     st.check_stats(arena.as_arena_ref());
