@@ -41,11 +41,11 @@ use arbitrary::Arbitrary;
 use arena_pool::allocator_api2::alloc::{Allocator, Layout};
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::collections::String;
-use arena_pool::{Arena, ArenaRef, ArenaStats, BumpAlloc, Checkpoint};
+use arena_pool::{Arena, ArenaRef, BumpAlloc, Checkpoint};
 use arena_pool_fuzz::fills::{self, Fill, Item};
 use arena_pool_fuzz::nested::{self, Plan, Reentrant, Settled};
 use arena_pool_fuzz::{
-    Backing, Block, GROW_MAX, Injected, Model, Size, align_from, alloc_op,
+    Backing, Block, GROW_MAX, Injected, Model, Size, align_from, alloc_op, assert_reset_chunks,
     assert_unwound_unchanged, catch_injected, dealloc_op, grow_op, ignore_injected_panics, layout,
     run_catching, shrink_op,
 };
@@ -366,21 +366,8 @@ impl State<'_> {
             self.backing.write_off(blocks, bytes);
         } else {
             assert_eq!(after.used_bytes, 0);
-            // Reset keeps at most one chunk (the largest, or one renewed for the cycle's need;
-            // none when the chunk a renewal takes is refused: an injected failure, or the limit)
-            // and frees every large block; once, a fresh arena's reset keeps every chunk
-            // instead, and takes nothing.
-            if after.chunks > 1 {
-                assert!(!self.reused, "a second reuse: {before:?} -> {after:?}");
-                self.reused = true;
-                let chunk_bytes =
-                    |s: ArenaStats| s.allocated_bytes_including_metadata - s.large_bytes;
-                assert_eq!(
-                    (after.chunks, chunk_bytes(after)),
-                    (before.chunks, chunk_bytes(before)),
-                    "{before:?} -> {after:?}"
-                );
-            }
+            // Reset keeps at most one chunk, but once, and frees every large block.
+            assert_reset_chunks(before, after, &mut self.reused);
             assert_eq!(after.large_blocks, 0, "{after:?}");
             // (The chunk kept may be one renewed for the cycle's need, large blocks included:
             // larger than what is held at the reset when the cycle freed a large block. The

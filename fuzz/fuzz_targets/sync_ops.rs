@@ -48,8 +48,8 @@ use arena_pool_fuzz::nested::{self, Armed, Plan, Settled};
 use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
 use arena_pool_fuzz::{
     BACKING_CAP, Backing, GROW_MAX, Injected, Model, Size, align_from, alloc_op,
-    assert_unwound_unchanged, assert_unwound_within_chunk, catch_injected, dealloc_op, grow_op,
-    ignore_injected_panics, layout, run_catching, shrink_op,
+    assert_reset_chunks, assert_unwound_unchanged, assert_unwound_within_chunk, catch_injected,
+    dealloc_op, grow_op, ignore_injected_panics, layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -736,20 +736,8 @@ fn run(
                 } else {
                     st.just_reset = true;
                     assert_eq!(after.used_bytes, 0, "{after:?}");
-                    // Reset keeps at most one chunk (none when the chunk a renewal takes is
-                    // refused: an injected failure, or the limit) and frees every large block;
-                    // once, a fresh arena's reset keeps every chunk instead, and takes nothing.
-                    if after.chunks > 1 {
-                        assert!(!st.reused, "a second reuse: {before:?} -> {after:?}");
-                        st.reused = true;
-                        let chunk_bytes =
-                            |s: ArenaStats| s.allocated_bytes_including_metadata - s.large_bytes;
-                        assert_eq!(
-                            (after.chunks, chunk_bytes(after)),
-                            (before.chunks, chunk_bytes(before)),
-                            "{before:?} -> {after:?}"
-                        );
-                    }
+                    // Reset keeps at most one chunk, but once, and frees every large block.
+                    assert_reset_chunks(before, after, &mut st.reused);
                     assert_eq!(after.large_blocks, 0, "{after:?}");
                     // (The chunk kept may be one renewed for the cycle's need, large blocks
                     // included: larger than what is held at the reset when the cycle freed a

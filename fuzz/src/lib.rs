@@ -18,6 +18,7 @@ mod backing;
 mod checked_ops;
 mod injected;
 mod model;
+mod resets;
 mod sizes;
 mod unwound;
 
@@ -25,5 +26,6 @@ pub use backing::{BACKING_CAP, Backing, NestedAction};
 pub use checked_ops::{alloc_op, dealloc_op, grow_op, shrink_op};
 pub use injected::{Injected, InjectedPanic, catch_injected, ignore_injected_panics, run_catching};
 pub use model::{Block, Model, assert_zero};
+pub use resets::assert_reset_chunks;
 pub use sizes::{GROW_MAX, HUGE, LARGE_BASE, Size, align_from, layout};
 pub use unwound::{assert_unwound_unchanged, assert_unwound_within_chunk};

@@ -279,7 +279,12 @@ impl RawArena {
 
     /// Usable bytes of all held chunks and large blocks.
     pub(crate) fn allocated_bytes(&self) -> usize {
-        self.held.get() - self.chunks.get() * HEADER_SIZE + self.large.data_bytes()
+        self.chunk_bytes() + self.large.data_bytes()
+    }
+
+    /// Usable bytes of all held chunks (headers excluded).
+    pub(crate) fn chunk_bytes(&self) -> usize {
+        self.held.get() - self.chunks.get() * HEADER_SIZE
     }
 
     /// Bytes held from the backing allocator, headers included.

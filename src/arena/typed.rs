@@ -752,13 +752,13 @@ pub(crate) fn slice_try_from_iter<T, E, C: Core + ?Sized, const REWIND: bool>(
             // SAFETY: the buffer is dropped once, here, and not used afterwards.
             unsafe { mem::ManuallyDrop::drop(&mut self.buf) };
             if REWIND && size_of::<T>() != 0 && cap != 0 {
+                // `core_rewind` moves the position only when it is at `start` and `mark` lies
+                // less than the alignment before it in the same chunk: then the buffer never
+                // left its first block, and only that block's padding lies in between (a block it
+                // moved out of is at least four elements long, so a later block lies further
+                // from `mark` than the alignment).
                 // SAFETY: `mark` was taken just before the buffer's first block was allocated,
-                // and its last block, at `start`, was given back just above. `core_rewind` moves
-                // the position only when it is at `start` and `mark` lies less than the
-                // alignment before it in the same chunk: then the buffer never left its first
-                // block, and only that block's padding lies in between (a block it moved out of
-                // is at least four elements long, so a later block lies further from `mark` than
-                // the alignment).
+                // and its last block, at `start`, was given back just above.
                 unsafe { core.core_rewind(start.cast(), self.mark, align_of::<T>()) };
             }
         }

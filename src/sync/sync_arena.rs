@@ -6,9 +6,7 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
-use self::shared_chunk::{
-    Chunks, DATA_OFFSET, EXTRA_HEADER, SharedChunk, SharedHeader, free_chunk,
-};
+use self::shared_chunk::{Chunks, EXTRA_HEADER, SharedChunk, SharedHeader, free_chunk};
 use super::shim::{AtomicPtr, Mutex, Ordering};
 use crate::arena::{ArenaStats, Checkpoint, LargeList, Position, Recent, chunk_size_for_capacity};
 use crate::error::Failure;
@@ -416,7 +414,7 @@ impl<A: Allocator> SyncArena<A> {
             large_blocks: chunks.large_count,
             large_bytes: chunks.large_bytes,
             used_bytes,
-            allocated_bytes: chunks.held - chunks.count * DATA_OFFSET + chunks.large_data,
+            allocated_bytes: chunks.chunk_bytes() + chunks.large_data,
             allocated_bytes_including_metadata: chunks.held + chunks.large_bytes,
             chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
             allocation_limit: chunks.limit,

@@ -242,12 +242,11 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
             self.raw
                 .check_limit(self.detached.get() + (block.size() - old_block.size()))?;
         }
-        // SAFETY: `b`'s block came from `src` with `old_block` (the caller); `block` has its
-        // alignment.
-        let resized = self
-            .raw
-            .backing_call
-            .run(|| unsafe { self.src.resize_large(b.block(), old_block, block) })?;
+        let resized = self.raw.backing_call.run(|| {
+            // SAFETY: `b`'s block came from `src` with `old_block` (the caller); `block` has its
+            // alignment.
+            unsafe { self.src.resize_large(b.block(), old_block, block) }
+        })?;
         self.detached
             .set(self.detached.get() - old_block.size() + block.size());
         Ok(resized)

@@ -6,9 +6,7 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use super::{Probe, RawArena, RawCheckpoint, Room, poison_chunks};
-use crate::arena::chunk::{
-    Chunk, ChunkSource, HEADER_SIZE, chunk_size_for_capacity, chunks_until, ring,
-};
+use crate::arena::chunk::{Chunk, ChunkSource, chunk_size_for_capacity, chunks_until, ring};
 use crate::arena::poison::{poison, unpoison};
 use crate::arena::retention::{Cycle, Decision, Plan, decide, plan_for};
 
@@ -175,7 +173,7 @@ impl RawArena {
                 bound,
                 probed,
                 largest: keep.capacity(),
-                held: self.held.get() - self.chunks.get() * HEADER_SIZE,
+                held: self.chunk_bytes(),
                 reserved: self.reserved.get(),
             },
             need,
@@ -219,8 +217,7 @@ impl RawArena {
                 // Every chunk stays: the largest first, the others following it as spares, which
                 // the next cycle takes as it outgrows the one before. Growth counts them all.
                 self.head.set(Some(keep));
-                self.growth
-                    .set(ring(keep).fold(0, |g: usize, c| g.saturating_add(c.size())));
+                self.growth.set(self.held.get());
                 self.used_before.set(0);
                 self.set_current(keep);
                 self.poison_ring(keep);

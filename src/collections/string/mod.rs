@@ -669,14 +669,13 @@ fn not_a_boundary(new_len: usize, text: &str) -> ! {
 #[inline(never)]
 #[track_caller]
 fn not_a_char_boundary(method: &str, at: usize, text: &str) -> ! {
-    let new_len = at;
-    let start = (0..new_len)
+    let start = (0..at)
         .rev()
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(0);
     let c = text[start..].chars().next().unwrap_or_default();
     panic!(
-        "arena-pool: String::{method}: byte {new_len} is inside the character {c:?} (bytes \
+        "arena-pool: String::{method}: byte {at} is inside the character {c:?} (bytes \
          {start}..{}), not on a character boundary",
         start + c.len_utf8()
     )

@@ -37,22 +37,10 @@ impl<A: Allocator> SyncArena<A> {
         Ok(self.unlocked(chunks, size, call))
     }
 
-    /// Takes a large block of `block`'s layout (from `block_layout`) from the backing allocator
-    /// and counts it.
-    pub(super) fn take_large_block(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
-        let (p, mut chunks) = self.with_pending(block.size(), || self.alloc.allocate(block))?;
-        let p = p.map_err(|AllocError| Failure::OutOfMemory(block))?;
-        chunks.large_bytes += block.size();
-        chunks.large_data += data_size(block);
-        chunks.large_count += 1;
-        chunks.large_peak = chunks.large_peak.max(chunks.large_data);
-        Ok(p)
-    }
-
     /// Gives a large block of `block`'s layout back to the backing allocator and uncounts it.
     ///
     /// # Safety
-    /// `p` is a large block of `block` taken by [`take_large_block`](Self::take_large_block) or
+    /// `p` is a large block of `block` taken by [`Front::take_large`] or
     /// resized by [`backing_resize`](Self::backing_resize), unlinked and not used again.
     pub(super) unsafe fn give_large(&self, p: NonNull<u8>, block: Layout) {
         // Uncounted once the backing allocator returns, and also when it unwinds: no list holds
@@ -99,7 +87,7 @@ impl<A: Allocator> SyncArena<A> {
     #[inline(never)]
     pub(super) fn alloc_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
-        let p = self.take_large_block(block)?;
+        let p = self.take_large(block)?;
         // SAFETY: a fresh block of `block`'s layout, ours alone.
         let b = unsafe { Large::init(p.cast(), block) };
         // Read before the block is linked (see the module documentation).
@@ -199,8 +187,16 @@ impl<A: Allocator> Front for SyncArena<A> {
         self.alloc_block(layout)
     }
 
+    /// Takes the block from the backing allocator (with the lock released, its bytes pending
+    /// meanwhile) and counts it.
     fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
-        self.take_large_block(block)
+        let (p, mut chunks) = self.with_pending(block.size(), || self.alloc.allocate(block))?;
+        let p = p.map_err(|AllocError| Failure::OutOfMemory(block))?;
+        chunks.large_bytes += block.size();
+        chunks.large_data += data_size(block);
+        chunks.large_count += 1;
+        chunks.large_peak = chunks.large_peak.max(chunks.large_data);
+        Ok(p)
     }
 
     unsafe fn resize_large_block(&self, b: Large, block: Layout) -> Result<NonNull<[u8]>, Failure> {

@@ -7,7 +7,7 @@ use core::ptr;
 use allocator_api2::alloc::Allocator;
 
 use super::SyncArena;
-use super::shared_chunk::{DATA_OFFSET, EXTRA_HEADER, SharedChunk, unlink, unpoison_block};
+use super::shared_chunk::{EXTRA_HEADER, SharedChunk, unlink, unpoison_block};
 use crate::arena::resize::Front;
 use crate::arena::{Cycle, Plan, chunk_size_for_capacity, plan};
 use crate::sync::shim::Ordering;
@@ -89,6 +89,7 @@ impl<A: Allocator> SyncArena<A> {
         };
         chunks.spares = unlink(chunks.spares, keep);
         chunks.plan = 0;
+        let held = chunks.chunk_bytes();
         let plan = plan(
             &mut chunks.recent,
             Cycle {
@@ -96,7 +97,7 @@ impl<A: Allocator> SyncArena<A> {
                 bound,
                 probed,
                 largest: keep.capacity(),
-                held: chunks.held - chunks.count * DATA_OFFSET,
+                held,
                 reserved: chunks.reserved,
             },
         );
@@ -137,11 +138,7 @@ impl<A: Allocator> SyncArena<A> {
         if reuse {
             // The spares stay for the next cycle; growth starts again from them all.
             let chunks = self.chunks.get_mut();
-            let mut spare = chunks.spares;
-            while let Some(c) = spare {
-                chunks.growth = chunks.growth.saturating_add(c.size());
-                spare = c.next();
-            }
+            chunks.growth = chunks.held;
             return;
         }
         // Every spare goes back.

@@ -67,10 +67,10 @@ impl SharedChunk {
 
     /// Links this chunk to `next`. Only under the lock or `&mut SyncArena`.
     pub(super) fn set_next(&self, next: Option<SharedChunk>) {
-        // SAFETY: the header is initialised and kept (as in `cursor`); `next` is read and written
-        // only under the lock or `&mut self` (see `next`), which the caller holds, so this write
-        // excludes every other access to it, and no reference to the field (or to the whole
-        // header) is alive.
+        // `next` is read and written only under the lock or `&mut self` (see `next`), which the
+        // caller holds, so this write excludes every other access to it.
+        // SAFETY: the header is initialised and kept (as in `cursor`); no reference to the field
+        // (or to the whole header) is alive.
         unsafe { (*self.0.as_ptr()).next = next.map(|c| c.0) };
     }
 
@@ -229,6 +229,11 @@ impl Chunks {
             chunk: c,
             met: false,
         });
+    }
+
+    /// Usable bytes of every chunk held (headers excluded).
+    pub(super) fn chunk_bytes(&self) -> usize {
+        self.held - self.count * DATA_OFFSET
     }
 
     /// What the arena holds from the backing allocator (the bytes being taken included), and
