@@ -92,7 +92,7 @@ arena_allocator!(['a, A: Allocator] crate::LocalArena<'a, A>);
 unsafe impl<A: Allocator> Allocator for crate::SyncArena<A> {
     #[inline(always)]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        match self.alloc_block(layout) {
+        match self.allocator_block(layout) {
             Ok(p) => Ok(NonNull::slice_from_raw_parts(p, layout.size())),
             // The limit's panic, if the arena asks for it, is raised out of line.
             Err(f) => Err(refuse(f, || self)),

@@ -87,7 +87,7 @@ pub enum Plan {
         capacity: usize,
         probe: Option<usize>,
     },
-    /// Keep every chunk: the largest first, the others for the next cycle to take.
+    /// Keep every chunk, in the order the cycle took them, for the next cycle to take.
     Reuse,
 }
 

@@ -815,6 +815,7 @@ fn chunk_reuse_walk_over_many_small_spares() {
     });
     let chunks = arena.stats().chunks;
     assert!(chunks >= 5, "{chunks}");
+    let chunk_bytes = arena.allocated_bytes();
     for round in 0..rounds {
         arena.reset();
         let allocs = backing.allocs();
@@ -824,15 +825,16 @@ fn chunk_reuse_walk_over_many_small_spares() {
         arena.set_allocation_limit(Some(arena.allocated_bytes_including_metadata()));
         let mut blocks = std::vec::Vec::new();
         let mut total = 0;
-        while total < arena.allocated_bytes() / 2 {
+        while total < chunk_bytes / 2 {
             blocks.push(block(&arena, 240, 4, round));
             total += 240;
         }
         assert_eq!(backing.allocs(), allocs, "round {round}");
         assert!(intact(&blocks));
-        // A request larger than every chunk: one new chunk, and the walk ends.
+        // A request larger than every chunk (and twice the one the round before, which the
+        // arena keeps for reuse): one new block, and the walk ends.
         arena.set_allocation_limit(None);
-        let size = arena.allocated_bytes();
+        let size = chunk_bytes << (round + 1);
         blocks.push(block(&arena, size, 8, 9));
         assert_eq!(backing.allocs(), allocs + 1, "round {round}");
         assert!(intact(&blocks));
@@ -865,27 +867,23 @@ unsafe impl Allocator for Capped {
     }
 }
 
-/// A cycle that needed far more than its largest chunk (large blocks) makes the reset plan one
-/// chunk for all of it; when the backing allocator cannot give that chunk, a small request after
-/// the reset is served from a chunk sized as usual, and the plan is dropped.
+/// A cycle that needed far more than its largest chunk makes the reset plan one chunk for all of
+/// it; when the backing allocator cannot give that chunk, a small request after the reset is
+/// served from a chunk sized as usual, and the plan is dropped.
 #[test]
 fn a_planned_chunk_the_backing_allocator_refuses_falls_back_to_a_regular_one() {
-    let (blocks, block) = if cfg!(miri) {
-        (6, 128 << 10)
-    } else {
-        (40, 1 << 20)
-    };
+    // More than three times the largest chunk an arena grows to (16 MiB), in blocks of the
+    // chunks (below the large-block threshold), untouched.
+    let (count, size) = (900, 60_000);
     let backing = Capped {
-        max: blocks / 2 * block,
+        max: 17 << 20,
         refused: Cell::new(0),
     };
     let mut arena = Arena::new_in(&backing);
     for _ in 0..2 {
-        arena.alloc(1u8);
-        let vs: std::vec::Vec<Vec<u8, &Arena<&Capped>>> = (0..blocks)
-            .map(|_| Vec::with_capacity_in(block, &arena))
-            .collect();
-        drop(vs);
+        for _ in 0..count {
+            arena.alloc_layout(Layout::from_size_align(size, 8).unwrap());
+        }
         arena.reset();
         // The kept chunk filled, the next chunk would be the planned one, of the cycle's need.
         arena.alloc_layout(Layout::array::<u8>(arena.chunk_capacity()).unwrap());
@@ -898,11 +896,9 @@ fn a_planned_chunk_the_backing_allocator_refuses_falls_back_to_a_regular_one() {
     }
     let mut shared = arena_pool::SyncArena::new_in(&backing);
     for _ in 0..2 {
-        shared.alloc(1u8);
-        let vs: std::vec::Vec<Vec<u8, &arena_pool::SyncArena<&Capped>>> = (0..blocks)
-            .map(|_| Vec::with_capacity_in(block, &shared))
-            .collect();
-        drop(vs);
+        for _ in 0..count {
+            shared.alloc_layout(Layout::from_size_align(size, 8).unwrap());
+        }
         shared.reset();
         let refused = backing.refused.get();
         shared.alloc_layout(Layout::array::<u8>(shared.stats().chunk_capacity).unwrap());

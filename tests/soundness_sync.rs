@@ -39,7 +39,7 @@ fn assert_counts_match<A: Allocator>(arena: &SyncArena<A>, backing: &Tracked) {
     let s = arena.stats();
     assert_eq!(
         (
-            s.chunks + s.large_blocks,
+            s.chunks + s.large_blocks + s.kept_large_blocks,
             s.allocated_bytes_including_metadata
         ),
         (backing.held_blocks(), backing.held_bytes()),
@@ -235,11 +235,17 @@ fn reset_that_unwinds_freeing_large_blocks() {
     }
     assert_eq!(arena.stats().large_blocks, 3);
     assert_counts_match(&arena, &backing);
+    // The reset keeps them for the next cycle (they are what the cycle ended with) ...
+    arena.reset();
+    let s = arena.stats();
+    assert_eq!((s.large_blocks, s.kept_large_blocks), (0, 3));
+    assert_counts_match(&arena, &backing);
+    // ... which takes none: the next reset gives them back, and the second free unwinds.
     backing.panic_in_dealloc(1);
     expect_backing_panic(|| arena.reset());
     backing.disarm();
     assert_counts_match(&arena, &backing);
-    assert_eq!(arena.stats().large_blocks, 1);
+    assert_eq!(arena.stats().kept_large_blocks, 1);
     checked_block(&arena, LARGE, 4);
     assert_counts_match(&arena, &backing);
     arena.reset();
@@ -411,19 +417,23 @@ fn trim_that_unwinds_keeps_the_other_spares() {
 #[test]
 fn refill_that_unwinds_keeps_the_planned_chunk() {
     quiet();
-    const BIG: usize = 1 << 20;
     let backing = Tracked::default();
     let mut arena = SyncArena::new_in(&backing);
+    // More than three times the largest chunk an arena grows to (16 MiB), in blocks of the
+    // chunks (below the large-block threshold), untouched.
+    let (count, size) = (900, 60_000);
     let fill = |arena: &SyncArena<&Tracked>| {
         checked_block(arena, 1000, 1);
-        arena.alloc_layout(Layout::from_size_align(BIG, 8).unwrap());
+        for _ in 0..count {
+            arena.alloc_layout(Layout::from_size_align(size, 8).unwrap());
+        }
     };
     fill(&arena);
     arena.reset();
     // The cycle needed far more than the chunk kept: the next chunk is planned for it.
     let kept = arena.stats().chunk_capacity;
-    assert!(kept < BIG / 4, "{kept}");
-    arena.alloc_slice_fill_copy(kept, 2u8);
+    assert!(kept < count * size / 3, "{kept}");
+    arena.alloc_layout(Layout::array::<u8>(kept).unwrap());
     backing.panic_in_next_alloc();
     expect_backing_panic(|| {
         arena.alloc_slice_fill_copy(64, 3u8);
@@ -431,7 +441,7 @@ fn refill_that_unwinds_keeps_the_planned_chunk() {
     assert_counts_match(&arena, &backing);
     checked_block(&arena, 64, 3);
     assert!(
-        arena.stats().chunk_capacity >= BIG,
+        arena.stats().chunk_capacity >= count * size,
         "the planned chunk was not taken: {}",
         arena.stats().chunk_capacity
     );

@@ -12,7 +12,8 @@ pub fn assert_reset_chunks(before: ArenaStats, after: ArenaStats, reused: &mut b
     }
     assert!(!*reused, "a second reuse: {before:?} -> {after:?}");
     *reused = true;
-    let chunk_bytes = |s: ArenaStats| s.allocated_bytes_including_metadata - s.large_bytes;
+    let chunk_bytes =
+        |s: ArenaStats| s.allocated_bytes_including_metadata - s.large_bytes - s.kept_large_bytes;
     assert_eq!(
         (after.chunks, chunk_bytes(after)),
         (before.chunks, chunk_bytes(before)),

@@ -20,6 +20,7 @@ use core::ptr::{self, NonNull};
 
 use super::chunk::{Chunk, ChunkSource, HEADER_SIZE};
 use super::large::LargeList;
+use super::large_spares::Spares;
 use super::poison::{poison, unpoison};
 use super::retention::Recent;
 use crate::error::Failure;
@@ -63,8 +64,10 @@ pub(crate) struct RawArena {
     /// Set while the arena waits for its backing allocator: a nested request that needs the
     /// cold path is refused ([`RawArena::alloc_slow`]).
     backing_call: BackingCall,
-    /// The large blocks (outside the chunks), newest first.
+    /// The large blocks (outside the chunks) in use, newest first.
     large: LargeList,
+    /// The large blocks kept for reuse (see `large_spares`).
+    spares: Spares,
     /// The most bump bytes this cycle was seen to use at a slow point (see `retention`).
     cycle_peak: Cell<usize>,
     /// The needs of the last cycles.
@@ -196,6 +199,7 @@ impl RawArena {
             growth_cap: cap,
             backing_call: BackingCall::new(),
             large: LargeList::new(),
+            spares: Spares::new(),
             cycle_peak: Cell::new(0),
             recent: Cell::new(Recent::new()),
             plan: Cell::new(0),
@@ -277,9 +281,9 @@ impl RawArena {
         self.bump_used()
     }
 
-    /// Usable bytes of all held chunks and large blocks.
+    /// Usable bytes of all held chunks and large blocks (in use or kept).
     pub(crate) fn allocated_bytes(&self) -> usize {
-        self.chunk_bytes() + self.large.data_bytes()
+        self.chunk_bytes() + self.large.data_bytes() + self.spares.data_bytes()
     }
 
     /// Usable bytes of all held chunks (headers excluded).
@@ -292,14 +296,19 @@ impl RawArena {
         self.held_total()
     }
 
-    /// Large blocks held.
+    /// Large blocks in use.
     pub(crate) fn large_count(&self) -> usize {
         self.large.count()
     }
 
-    /// Bytes of the large blocks held, headers included.
+    /// Bytes of the large blocks in use, headers included.
     pub(crate) fn large_bytes(&self) -> usize {
         self.large.bytes()
+    }
+
+    /// Large blocks kept for reuse, and their bytes (headers included).
+    pub(crate) fn kept_large(&self) -> (usize, usize) {
+        (self.spares.count(), self.spares.bytes())
     }
 
     /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped).
@@ -415,11 +424,12 @@ mod tests {
         assert_eq!(arena.raw.end.get(), probe.end);
         assert_eq!(arena.stats().large_blocks, 0);
 
-        // The last block grows in place across the probe.
-        let mut v = allocator_api2::vec::Vec::with_capacity_in(n / 2, &arena);
-        v.extend((0..n / 2).map(|i| i as u64));
+        // The last block grows in place across the probe (from below the large-block
+        // threshold: a larger request through the `Allocator` methods is a large block).
+        let mut v = allocator_api2::vec::Vec::with_capacity_in(n / 4, &arena);
+        v.extend((0..n / 4).map(|i| i as u64));
         let at = v.as_ptr();
-        v.reserve_exact(n + n / 2);
+        v.reserve_exact(2 * n - n / 4);
         assert_eq!((v.as_ptr(), v.capacity()), (at, 2 * n));
         assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
         let reached = arena.raw.probe.get().unwrap().reached();

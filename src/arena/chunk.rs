@@ -68,8 +68,10 @@ pub(crate) trait ChunkSource {
     /// requested size and the returned length, and the block is not used afterwards.
     unsafe fn deallocate_chunk(&self, ptr: NonNull<u8>, layout: Layout);
 
-    /// Takes a large block (see [`large`](super::large)) from the backing allocator.
-    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure>;
+    /// Takes a large block (see [`large`](super::large)) of at least `layout`'s size: from the
+    /// backing allocator, or one the source kept for reuse (`growing`: for a block that grows,
+    /// see `large_spares`). The slice's length is the size the block is given back with.
+    fn allocate_large(&self, layout: Layout, growing: bool) -> Result<NonNull<[u8]>, Failure>;
 
     /// Returns a large block to the backing allocator.
     ///
@@ -106,6 +108,11 @@ pub(crate) trait ChunkSource {
     fn spare_room(&self) -> usize {
         0
     }
+
+    /// Records that the cycle needed `bytes` in one chunk of this source: a handle's last block
+    /// grew out of its piece into a large block that a chunk of that many bytes would have held
+    /// where it grew (see `RawArena::retire_large`). Nothing for a backing allocator.
+    fn note_need(&self, _bytes: usize) {}
 
     /// Whether [`extend_chunk`](Self::extend_chunk) can ever hand out bytes: `false` for a
     /// backing allocator (the default), so that an arena over one compiles without the attempt

@@ -1,9 +1,11 @@
-//! Large blocks: a request of at least [`LARGE_THRESHOLD`] bytes that does not fit the current
-//! chunk gets a block of its own from the backing allocator, outside the chunk ring. Memory
-//! follows the data: such a block goes back to the backing allocator as soon as it is freed
-//! (last or not), grows and shrinks through the backing allocator's `grow`/`shrink` (realloc,
-//! which on glibc moves large blocks by remapping pages rather than copying), and is freed by a
-//! reset, by the exit of the scope it was made in, and by drop.
+//! Large blocks: a request of at least [`LARGE_THRESHOLD`] bytes through the `Allocator` methods
+//! (a collection's buffer), a block that grows to that size, and a typed request of that size
+//! that does not fit the current chunk get a block of their own from the backing allocator,
+//! outside the chunk ring. Memory follows the data: such a block grows and shrinks through the
+//! backing allocator's `grow`/`shrink` (realloc, which on glibc moves large blocks by remapping
+//! pages rather than copying), and once freed (by `deallocate`, a reset, the exit of the scope it
+//! was made in) it goes back to the backing allocator or is kept for the next cycles' requests
+//! within what the cycles before had in use (see `large_spares`); drop frees every one.
 //!
 //! A block is `[header | padding | data]`, aligned to the data's alignment (at least 16); the
 //! header links it into the owner's list of large blocks, newest first. Each block carries a
@@ -16,8 +18,8 @@
 //!
 //! Why the threshold is a fixed 64 KiB: below it a block stays a bump block, so small and
 //! mid-sized blocks keep bump speed and share chunks; at 64 KiB (16 pages) one backing call per
-//! block is small next to writing the block, and a growing collection has left behind only the
-//! chunks its smaller sizes took. A lower threshold saves little more memory for a growing
+//! block is small next to writing the block (and a loop's later cycles take kept blocks with
+//! none), and a growing collection has left behind only the chunks its smaller sizes took. A lower threshold saves little more memory for a growing
 //! `Vec` or hash table, a higher one leaves their abandoned buffers in the chunks (the memory
 //! suite of `benches/` measures both).
 
@@ -45,6 +47,9 @@ struct LargeHeader {
     align: usize,
     /// When the block was made (kept across resizes): larger is newer.
     seq: u64,
+    /// For the last block of a chunk that grew out of it: 1 + the chunk bytes in use before it
+    /// then (so that the chunk that holds the block where it started is known); 0 otherwise.
+    origin: usize,
 }
 
 /// The layout of the whole block for data of `data`'s layout, and the offset of the data; `None`
@@ -133,9 +138,33 @@ impl Large {
                 size: layout.size(),
                 align: layout.align(),
                 seq: 0,
+                origin: 0,
             })
         };
         Large(header)
+    }
+
+    /// The large block whose header starts at `block` (what [`block`](Self::block) returned).
+    ///
+    /// # Safety
+    /// `block` is the start of a block whose header [`init`](Self::init) wrote, still held.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `SyncArena`
+    pub(crate) unsafe fn from_block(block: NonNull<u8>) -> Large {
+        Large(block.cast())
+    }
+
+    /// Writes the header of a block a source handed out for `block` (from [`block_layout`]): its
+    /// length, at least `block`'s size, is the size it is given back with (a source may hand
+    /// out a larger block it kept for reuse). Not linked yet.
+    ///
+    /// # Safety
+    /// As for [`init`](Self::init), for the whole of `taken`, aligned to `block.align()`.
+    pub(crate) unsafe fn init_taken(taken: NonNull<[u8]>, block: Layout) -> Large {
+        debug_assert!(taken.len() >= block.size());
+        let layout = Layout::from_size_align(taken.len(), block.align()).unwrap_or(block);
+        // SAFETY: forwarded from the caller; `layout` is `block`'s alignment and a size the
+        // block has.
+        unsafe { Large::init(taken.cast(), layout) }
     }
 
     /// The block of `b`, resized by the backing allocator to `layout` (moved or not): its header
@@ -171,7 +200,8 @@ impl Large {
         unsafe { (*self.raw()).older }
     }
 
-    fn seq(self) -> u64 {
+    /// The block's sequence number: larger is newer.
+    pub(crate) fn seq(self) -> u64 {
         // SAFETY: as in `newer`.
         unsafe { (*self.raw()).seq }
     }
@@ -192,6 +222,17 @@ impl Large {
     fn set_older(self, older: Option<NonNull<LargeHeader>>) {
         // SAFETY: as in `set_newer`.
         unsafe { (*self.0.as_ptr()).older = older }
+    }
+
+    /// See [`LargeHeader::origin`].
+    pub(crate) fn origin(self) -> usize {
+        // SAFETY: as in `newer`; written only by the block's owner.
+        unsafe { (*self.raw()).origin }
+    }
+
+    pub(crate) fn set_origin(self, origin: usize) {
+        // SAFETY: as in `set_newer`.
+        unsafe { (*self.0.as_ptr()).origin = origin }
     }
 
     fn set_seq(self, seq: u64) {
@@ -350,6 +391,16 @@ impl LargeList {
             b = x.older().map(Large);
         }
         None
+    }
+
+    /// The newest block.
+    pub(crate) fn newest(&self) -> Option<Large> {
+        self.newest.get()
+    }
+
+    /// The blocks, newest first. The list must not change while this is read.
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = Large> + '_ {
+        core::iter::successors(self.newest.get(), |b| b.older().map(Large))
     }
 
     /// Unlinks and returns the newest block if it was made at or after `mark`.

@@ -5,6 +5,7 @@ mod bump;
 mod bump_alloc;
 mod chunk;
 mod large;
+mod large_spares;
 pub(crate) mod poison;
 pub(crate) mod resize;
 mod retention;
@@ -36,6 +37,9 @@ pub(crate) use chunk::{
 };
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use large::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
+pub(crate) use large_spares::Spares;
+
 #[cfg(test)]
 pub(crate) use retention::WINDOW;
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
@@ -221,10 +225,18 @@ impl<A: Allocator> Arena<A> {
         &self.alloc
     }
 
-    /// Forgets every allocation, gives every large block back, and keeps one chunk, sized for
-    /// what recent cycles needed; every other chunk goes back to the backing allocator.
+    /// Forgets every allocation and keeps one chunk, sized for what recent cycles needed, and
+    /// the large blocks the next cycles are expected to need; every other chunk and large block
+    /// goes back to the backing allocator.
     ///
-    /// A cycle's need is the most bytes it had in use, large blocks included. The chunk kept is
+    /// The large blocks in use at the reset are kept for the next cycle's large requests, with
+    /// those a free kept during the cycle, as long as they fit the *allowance*: the most bytes of
+    /// large blocks the last four cycles had in use at once, and an eighth. Kept blocks that a
+    /// whole cycle did not take go back. So a loop that builds the same collections every cycle
+    /// (a `Vec` that grows past 64 KiB, a hash table) holds what its first cycle held, and from
+    /// the fourth cycle on makes no backing call. [`trim`](Arena::trim) gives kept blocks back.
+    ///
+    /// A cycle's need is the most bytes it had in use in the chunks. The chunk kept is
     /// the largest when it holds the need. The chunks are *renewed* (all given back, then one of
     /// the need plus a sixteenth taken, rounded up to 512 bytes or to pages) when the largest is
     /// oversized (more than 1.5x the most any of the last four cycles needed, and more than that
@@ -283,7 +295,8 @@ impl<A: Allocator> Arena<A> {
     }
 
     /// Returns the chunks the arena holds but does not use (those past the current one: the
-    /// chunks a finished scope took) to the backing allocator. The current chunk is kept.
+    /// chunks a finished scope took), and the large blocks it keeps for reuse, to the backing
+    /// allocator. The current chunk is kept.
     ///
     /// ```
     /// let mut arena = arena_pool::Arena::new();
@@ -296,9 +309,12 @@ impl<A: Allocator> Arena<A> {
     /// assert_eq!(arena.stats().chunks, 1);
     /// ```
     pub fn trim(&mut self) {
-        // SAFETY: the chunks came from `self.alloc`; `&mut self` rules out a live scope whose
-        // checkpoint could point into a spare.
-        unsafe { self.raw.trim(&*self) }
+        // SAFETY: the chunks and large blocks came from `self.alloc`; `&mut self` rules out a
+        // live scope whose checkpoint could point into a spare.
+        unsafe {
+            self.raw.trim(&*self);
+            self.raw.release_spares(&*self);
+        }
     }
 
     /// Sets a cap on the bytes the arena holds from its backing allocator (chunk headers
@@ -515,8 +531,10 @@ impl<A: Allocator> ChunkSource for Arena<A> {
         unsafe { self.alloc.deallocate(ptr, layout) }
     }
 
-    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
-        self.allocate_chunk(layout)
+    fn allocate_large(&self, layout: Layout, _growing: bool) -> Result<NonNull<[u8]>, Failure> {
+        // The arena keeps its large blocks itself (`RawArena`): exactly the size asked for.
+        let p = self.allocate_chunk(layout)?;
+        Ok(NonNull::slice_from_raw_parts(p.cast(), layout.size()))
     }
 
     unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout) {
@@ -552,8 +570,12 @@ impl<A: Allocator> ChunkSource for Arena<A> {
 
 impl<A: Allocator> Drop for Arena<A> {
     fn drop(&mut self) {
-        // SAFETY: the chunks came from `self.alloc`, and ownership proves no block is used again.
-        unsafe { self.raw.release_all(&*self) }
+        // SAFETY: the chunks and large blocks came from `self.alloc`, and ownership proves no
+        // block is used again.
+        unsafe {
+            self.raw.release_spares(&*self);
+            self.raw.release_all(&*self);
+        }
     }
 }
 

@@ -60,8 +60,8 @@ pub(crate) trait Front {
     /// block's data goes when it shrinks below it.
     fn alloc_in_chunks(&self, layout: Layout) -> Result<NonNull<u8>, Failure>;
 
-    /// A fresh large block of `block`'s layout (from `block_layout`), within the limit and
-    /// counted, not linked.
+    /// A fresh large block of at least `block`'s layout (from `block_layout`; the slice's length
+    /// is its size), within the limit and counted, not linked.
     fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure>;
 
     /// The backing allocator's grow or shrink of `b`'s whole block to `block` (of `b`'s
@@ -80,9 +80,18 @@ pub(crate) trait Front {
     /// Links `b` back where its sequence number belongs.
     fn link_large(&self, b: Large);
 
-    /// Links `new`, a fresh block that took over `old`'s data, where `old` (unlinked) was: with
-    /// its sequence number, so that a checkpoint taken since `old` was made still spares it.
-    fn link_large_for(&self, old: Large, new: Large);
+    /// A large block kept for reuse that holds `block` (of its alignment), taken out of the
+    /// kept ones (see `large_spares`); `None` when none does, or the arena keeps none.
+    fn take_kept(&self, block: Layout) -> Option<Large>;
+
+    /// Whether the arena keeps any large block for reuse (a cheap test before
+    /// [`take_kept`](Front::take_kept)'s search).
+    fn has_kept(&self) -> bool;
+
+    /// Links `new`, a block that took over `old`'s data (a fresh one, or with `kept` one from
+    /// [`take_kept`](Front::take_kept)), where `old` (unlinked) was: with its sequence number,
+    /// so that a checkpoint taken since `old` was made still spares it.
+    fn link_large_for(&self, old: Large, new: Large, kept: bool);
 }
 
 /// Grows the caller's block `p` of `old` to `new` where the arena's in-place path could not:
@@ -192,19 +201,17 @@ pub(crate) unsafe fn resize_large<F: Front + ?Sized>(
             q
         }
         Resize::NewBlock(block) => {
-            let p = front.take_large(block)?;
-            // SAFETY: a fresh block of `block`'s layout, ours alone.
-            let moved = unsafe { Large::init(p.cast(), block) };
-            // Read before the block is linked: once linked, a `SyncArena`'s other threads may
-            // write its links.
-            let data = moved.data();
-            // SAFETY: both blocks hold at least `copied` bytes, and they are distinct.
-            unsafe { ptr::copy_nonoverlapping(b.data().as_ptr(), data.as_ptr(), copied) };
+            let (moved, kept) = match front.take_kept(block) {
+                Some(k) => (k, true),
+                None => {
+                    let p = front.take_large(block)?;
+                    // SAFETY: a fresh block of at least `block`'s layout, ours alone.
+                    (unsafe { Large::init_taken(p, block) }, false)
+                }
+            };
             relink.disarm();
-            front.link_large_for(b, moved);
-            // SAFETY: `b` is unlinked, and its data was the caller's old block.
-            unsafe { front.free_large(b) };
-            data
+            // SAFETY: `b` is unlinked, the caller's, holding `copied` bytes; `moved` is ours.
+            unsafe { move_large(front, b, moved, kept, copied) }
         }
         Resize::InPlace => {
             relink.disarm();
@@ -212,17 +219,22 @@ pub(crate) unsafe fn resize_large<F: Front + ?Sized>(
             front.link_large(b);
             data
         }
-        Resize::Backing(block) => {
-            // SAFETY: `b` is unlinked and the caller's; `block` has its alignment.
-            let p = unsafe { front.resize_large_block(b, block) }?;
-            relink.disarm();
-            // SAFETY: the block, moved or not, holds the old block's bytes (its header, sequence
-            // number included, among them) and is of `block`'s layout.
-            let b = unsafe { Large::resized(p.cast(), block) };
-            let data = b.data();
-            front.link_large(b);
-            data
+        // A block that grows past its room takes a kept block that holds it, when there is one,
+        // rather than calling the backing allocator.
+        Resize::Backing(block) if new.size() > old.size() && front.has_kept() => {
+            match front.take_kept(block) {
+                Some(k) => {
+                    relink.disarm();
+                    // SAFETY: `b` is unlinked, the caller's, holding `copied` bytes; `k` is
+                    // ours, out of every list.
+                    unsafe { move_large(front, b, k, true, copied) }
+                }
+                // SAFETY: as below.
+                None => unsafe { resize_through_backing(front, b, block, relink) }?,
+            }
         }
+        // SAFETY: `b` is unlinked and the caller's; `block` has its alignment.
+        Resize::Backing(block) => unsafe { resize_through_backing(front, b, block, relink) }?,
     };
     if zeroed && new.size() > old.size() {
         // SAFETY: `q` is writable for `new.size()` bytes; the tail is written through a raw
@@ -230,4 +242,50 @@ pub(crate) unsafe fn resize_large<F: Front + ?Sized>(
         unsafe { q.add(old.size()).write_bytes(0, new.size() - old.size()) };
     }
     Ok(q)
+}
+
+/// Moves large block `b`'s first `copied` bytes to `moved` (fresh, or with `kept` one of the
+/// kept blocks), links `moved` in `b`'s place and frees `b`; returns the data's new address.
+///
+/// # Safety
+/// `b` is unlinked and its data is the caller's live block of at least `copied` bytes, not used
+/// again; `moved` is out of every list, ours alone, and holds at least `copied` bytes.
+unsafe fn move_large<F: Front + ?Sized>(
+    front: &F,
+    b: Large,
+    moved: Large,
+    kept: bool,
+    copied: usize,
+) -> NonNull<u8> {
+    // Read before the block is linked: once linked, a `SyncArena`'s other threads may write its
+    // links.
+    let data = moved.data();
+    // SAFETY: both blocks hold at least `copied` bytes, and they are distinct (the caller).
+    unsafe { ptr::copy_nonoverlapping(b.data().as_ptr(), data.as_ptr(), copied) };
+    front.link_large_for(b, moved, kept);
+    // SAFETY: `b` is unlinked, and its data was the caller's old block.
+    unsafe { front.free_large(b) };
+    data
+}
+
+/// The backing allocator's grow or shrink of large block `b` to `block`; `b` linked back,
+/// resized, on success, and unchanged by `relink` on failure or unwind.
+///
+/// # Safety
+/// `b` is unlinked and its data is the caller's live block; `block` has `b`'s alignment.
+unsafe fn resize_through_backing<F: Front + ?Sized, G: FnOnce()>(
+    front: &F,
+    b: Large,
+    block: Layout,
+    relink: OnUnwind<G>,
+) -> Result<NonNull<u8>, Failure> {
+    // SAFETY: forwarded from the caller.
+    let p = unsafe { front.resize_large_block(b, block) }?;
+    relink.disarm();
+    // SAFETY: the block, moved or not, holds the old block's bytes (its header, sequence number
+    // included, among them) and is of `block`'s layout.
+    let b = unsafe { Large::resized(p.cast(), block) };
+    let data = b.data();
+    front.link_large(b);
+    Ok(data)
 }

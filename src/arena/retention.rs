@@ -1,12 +1,12 @@
 //! What `reset` keeps: enough chunk capacity for what recent cycles needed, in one chunk, and no
 //! more.
 //!
-//! A cycle is what happens between two resets. Its *need* is the most bytes it had in use, bump
-//! bytes and large blocks' together: what `used_bytes` counts at the reset, or more when the
-//! arena saw more at one of its slow points (moving to another chunk, a large block taken,
-//! resized or freed, a roll-back of a block of at least the large-block threshold, a scope's
-//! exit). Large blocks count because a chunk that holds them serves them as bump blocks in the
-//! next cycles: a loop that builds a big `Vec` every cycle then settles with no backing call.
+//! A cycle is what happens between two resets. Its *need* is the most bytes it had in use in the
+//! chunks: what `used_bytes` counts at the reset, or more when the arena saw more at one of its
+//! slow points (moving to another chunk, a large block taken, resized or freed, a roll-back of a
+//! block of at least the large-block threshold, a scope's exit). Large blocks are not part of
+//! it: they live outside the chunks, and the large blocks a reset keeps for the next cycles are
+//! sized by their own rule (see `large_spares`).
 //! The rule, applied at every reset to the largest chunk held (every other chunk goes back to
 //! the backing allocator):
 //!
@@ -19,9 +19,10 @@
 //!   cycles after it make none; should the backing allocator or the limit refuse it, the arena
 //!   holds no chunk until the next allocation);
 //! - the first time a fresh arena's cycle needed more than its largest chunk holds but at most
-//!   three times that (nothing hidden, no probe), every chunk is **reused**: kept as it is, the
-//!   largest first, for the next cycle to run in. That reset neither gives back nor takes
-//!   anything, and the next cycle, which needs about the same, makes no backing call;
+//!   three times that (nothing hidden, no probe), every chunk is **reused**: kept as it is, in
+//!   the order the cycle took them, for the next cycle to run in. That reset neither gives back
+//!   nor takes anything, and the next cycle, which makes about the same requests, fills the
+//!   chunks as this one did and makes no backing call;
 //! - when the cycle needed more than the largest chunk holds but at most three times that (after
 //!   that first time), the chunks are renewed the same way into one: for the need and a
 //!   sixteenth in a fresh arena's first cycles (its chunks together grow by half with each one, so they hold up to about three
@@ -29,9 +30,8 @@
 //!   (the chunk outgrown was sized for the cycles before: they vary, and the quarter lets the next
 //!   ones vary without a backing call);
 //! - when it needed more than three times that, the largest is kept and the next chunk the arena
-//!   takes is **planned** for the need (even for a request that would otherwise be a large
-//!   block), so that a cycle that needs it again fits in one chunk, and a single spike costs
-//!   nothing.
+//!   takes is **planned** for the need, so that a cycle that needs it again fits in one chunk,
+//!   and a single spike costs nothing.
 //!
 //! A cycle whose blocks were all given back before its reset (a list freed from its newest node,
 //! each free rolling the position back) has nothing in use there, and when it never left its
@@ -180,8 +180,8 @@ pub(crate) enum Plan {
         capacity: usize,
         probe: Option<usize>,
     },
-    /// Keep every chunk: the largest first, the others as spares, which the next cycle takes as
-    /// it outgrows the one before.
+    /// Keep every chunk, in the order the cycle took them: the first current, the others as
+    /// spares, which the next cycle takes as it outgrows the one before.
     Reuse,
 }
 

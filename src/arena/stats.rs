@@ -16,20 +16,27 @@
 pub struct ArenaStats {
     /// Chunks held from the backing allocator (in use or kept for reuse).
     pub chunks: usize,
-    /// Large blocks held: blocks of at least 64 KiB that did not fit the current chunk, each
-    /// taken from the backing allocator on its own (and given back as soon as it is freed). A
-    /// `LocalArena`'s piece is a chunk of its `SyncArena`, never a large block.
+    /// Large blocks in use: each a block of the backing allocator's of its own, for a request of
+    /// at least 64 KiB through the `Allocator` methods (or one that did not fit the current
+    /// chunk). A `LocalArena`'s piece is a chunk of its `SyncArena`, never a large block.
     pub large_blocks: usize,
-    /// Bytes of the large blocks held, headers included (they count in
+    /// Bytes of the large blocks in use, headers included (they count in
     /// `allocated_bytes_including_metadata` and the allocation limit, not in `used_bytes`).
     pub large_bytes: usize,
+    /// Large blocks kept for reuse: freed, or in use at a reset, and held for the next cycles'
+    /// large requests within what the last cycles needed (see the crate's design document).
+    /// `trim` gives them back.
+    pub kept_large_blocks: usize,
+    /// Bytes of the large blocks kept for reuse, headers included (they count in
+    /// `allocated_bytes`, `allocated_bytes_including_metadata` and the allocation limit).
+    pub kept_large_bytes: usize,
     /// Bytes handed out from the chunks up to the current position, alignment padding
     /// included. It goes back down exactly when the last block is freed or shrunk, when a scope
     /// ends and on reset; a block freed while it was not the last stays counted until then.
     /// Large blocks are counted apart (`large_bytes`). On a `SyncArena`, the pieces its
     /// `LocalArena` handles took count in full, less the unused end a dropped handle gave back.
     pub used_bytes: usize,
-    /// Usable bytes of every chunk (in use or kept for reuse) and large block held, headers
+    /// Usable bytes of every chunk and large block held (in use or kept for reuse), headers
     /// excluded.
     pub allocated_bytes: usize,
     /// Bytes held from the backing allocator, headers included: what the allocation limit
@@ -107,6 +114,8 @@ impl super::bump::RawArena {
             chunks: self.chunk_count(),
             large_blocks: self.large_count(),
             large_bytes: self.large_bytes(),
+            kept_large_blocks: self.kept_large().0,
+            kept_large_bytes: self.kept_large().1,
             used_bytes: self.used_bytes(),
             allocated_bytes: self.allocated_bytes(),
             allocated_bytes_including_metadata: self.allocated_bytes_including_metadata(),

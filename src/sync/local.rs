@@ -193,8 +193,12 @@ impl<A: Allocator> ChunkSource for LocalArena<'_, A> {
         unsafe { self.shared.deallocate_chunk(ptr, layout) }
     }
 
-    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
-        self.shared.allocate_large(layout)
+    fn note_need(&self, bytes: usize) {
+        self.shared.note_chunk_need(bytes);
+    }
+
+    fn allocate_large(&self, layout: Layout, growing: bool) -> Result<NonNull<[u8]>, Failure> {
+        self.shared.allocate_large(layout, growing)
     }
 
     unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout) {
@@ -256,6 +260,9 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
                 self.shared.note_rollback(unseen);
             }
         }
+        // A handle is never reset, so it keeps no large block for reuse (its allowance is 0):
+        // every one it freed went back at once.
+        debug_assert_eq!(self.raw.stats(None).kept_large_blocks, 0);
         // Its large blocks outlive it too: the shared arena frees them on reset or drop.
         self.shared.adopt_large(self.raw.large_list());
     }

@@ -8,6 +8,7 @@ use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use self::shared_chunk::{Chunks, EXTRA_HEADER, SharedChunk, SharedHeader, free_chunk};
 use super::shim::{AtomicPtr, Mutex, Ordering};
+use crate::arena::Spares;
 use crate::arena::{ArenaStats, Checkpoint, LargeList, Position, Recent, chunk_size_for_capacity};
 use crate::error::Failure;
 use crate::sync::LocalArena;
@@ -138,7 +139,7 @@ impl<A: Allocator> SyncArena<A> {
                 recent: Recent::new(),
                 plan: 0,
                 reserved: 0,
-                large_peak: 0,
+                kept: Spares::new(),
                 chunk_peak: 0,
                 probe: None,
             }),
@@ -369,11 +370,13 @@ impl<A: Allocator> SyncArena<A> {
         }
     }
 
-    /// Returns the spare chunks to the backing allocator: those a thread took while another
-    /// installed a chunk with room (a `reset` gives back every chunk but one itself). Should the
-    /// backing allocator unwind, the spares not yet returned stay the arena's.
+    /// Returns the spare chunks to the backing allocator (those a thread took while another
+    /// installed a chunk with room; a `reset` gives back every chunk but one itself), and the
+    /// large blocks the arena keeps for reuse. Should the backing allocator unwind, the spares
+    /// not yet returned stay the arena's.
     pub fn trim(&mut self) {
         self.free_list(|chunks| &mut chunks.spares);
+        self.free_kept();
     }
 
     /// Returns every chunk of the list `list` picks out to the backing allocator, one at a time:
@@ -413,9 +416,13 @@ impl<A: Allocator> SyncArena<A> {
             chunks: chunks.count,
             large_blocks: chunks.large_count,
             large_bytes: chunks.large_bytes,
+            kept_large_blocks: chunks.kept.count(),
+            kept_large_bytes: chunks.kept.bytes(),
             used_bytes,
-            allocated_bytes: chunks.chunk_bytes() + chunks.large_data,
-            allocated_bytes_including_metadata: chunks.held + chunks.large_bytes,
+            allocated_bytes: chunks.chunk_bytes() + chunks.large_data + chunks.kept.data_bytes(),
+            allocated_bytes_including_metadata: chunks.held
+                + chunks.large_bytes
+                + chunks.kept.bytes(),
             chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
             allocation_limit: chunks.limit,
         }
@@ -491,6 +498,7 @@ impl<A: Allocator> fmt::Debug for SyncScopeGuard<'_, A> {
 impl<A: Allocator> Drop for SyncArena<A> {
     fn drop(&mut self) {
         self.free_all_large();
+        self.free_kept();
         // No block is used again: every chunk goes back, the current one no longer current.
         self.current.store(ptr::null_mut(), Ordering::Relaxed);
         self.chunks.get_mut().probe = None;

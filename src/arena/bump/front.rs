@@ -78,7 +78,19 @@ impl RawArena {
             .chunk
             .get()
             .map(|c| self.used_before.get() + (saved.addr().get() - c.start().addr().get()));
+        // The chunk bytes in use before the block.
+        let before = self.chunk.get().map_or(0, |c| {
+            self.used_before.get() + (start.addr().get() - c.start().addr().get())
+        });
         let q = self.alloc_slow(new, keep < new.size(), src)?;
+        if new.size() >= LARGE_THRESHOLD {
+            // A large block now (see `alloc_slow`), the newest: a chunk with room for it after
+            // `before` bytes would have held it where it grew, and a reset sizes the next
+            // chunk so (see `retire_large`).
+            if let Some(b) = self.large.newest().filter(|b| b.data() == q) {
+                b.set_origin(before + 1);
+            }
+        }
         // SAFETY: `q` is a fresh block in another chunk, so the ranges cannot overlap; the old
         // block is still allocated and holds the caller's bytes.
         unsafe { ptr::copy_nonoverlapping(start.as_ptr(), q.as_ptr(), keep) };
@@ -188,7 +200,7 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
         let raw = self.raw;
         let b = raw.large.find(p, layout.align())?;
         // The cycle had the block in use up to now (see `retention`).
-        raw.note_peak(raw.in_use());
+        raw.note_large();
         raw.large.unlink(b);
         self.detached.set(self.detached.get() + b.layout().size());
         Some(b)
@@ -215,9 +227,15 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
         old: Layout,
         new: Layout,
         keep: usize,
-        _grows: bool,
+        grows: bool,
     ) -> Result<NonNull<u8>, Failure> {
-        let q = self.raw.alloc_block(new, self.src)?;
+        // A block that reaches the threshold moves to a large block, never to the chunk, where
+        // it would leave its old bytes behind at each later move.
+        let q = if new.size() >= LARGE_THRESHOLD {
+            self.raw.alloc_large(new, grows, self.src)?
+        } else {
+            self.raw.alloc_block(new, self.src)?
+        };
         // SAFETY: `q` is a fresh block after (or outside) every live block, so it does not
         // overlap `p`; `p` is readable and `q` writable for `keep` bytes (the caller).
         unsafe { ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), keep) };
@@ -232,7 +250,8 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
     }
 
     fn take_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
-        self.raw.take_large(block, self.detached.get(), self.src)
+        self.raw
+            .take_large(block, self.detached.get(), false, self.src)
     }
 
     unsafe fn resize_large_block(&self, b: Large, block: Layout) -> Result<NonNull<[u8]>, Failure> {
@@ -252,22 +271,36 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
         Ok(resized)
     }
 
+    fn has_kept(&self) -> bool {
+        self.raw.spares.count() != 0
+    }
+
+    fn take_kept(&self, block: Layout) -> Option<Large> {
+        let b = self.raw.spares.take(block, true)?;
+        // Out of every list until it is linked: counted as detached meanwhile.
+        self.detached.set(self.detached.get() + b.layout().size());
+        Some(b)
+    }
+
     unsafe fn free_large(&self, b: Large) {
         self.attach(b);
         // SAFETY: forwarded from the caller.
-        unsafe { self.raw.release_large(b, self.src) };
+        unsafe { self.raw.retire_large(b, self.src) };
     }
 
     fn link_large(&self, b: Large) {
         self.attach(b);
         self.raw.large.reinsert(b);
-        self.raw.note_peak(self.raw.in_use());
+        self.raw.note_large();
     }
 
-    fn link_large_for(&self, old: Large, new: Large) {
-        // `new`'s bytes are counted by the list from now on, and `old`'s by the limit until it
-        // is freed: `detached` keeps them.
+    fn link_large_for(&self, old: Large, new: Large, kept: bool) {
+        if kept {
+            // It came from the kept blocks (`take_kept`): the list counts it from now on.
+            self.attach(new);
+        }
+        // `old`'s bytes are counted by the limit until it is freed: `detached` keeps them.
         self.raw.large.reinsert_for(old, new);
-        self.raw.note_peak(self.raw.in_use());
+        self.raw.note_large();
     }
 }

@@ -66,8 +66,8 @@ impl RawArena {
         cp
     }
 
-    /// Returns to `cp`; chunks entered since become spares, large blocks made since go back to
-    /// the backing allocator.
+    /// Returns to `cp`; chunks entered since become spares, large blocks made since are kept for
+    /// reuse or go back to the backing allocator (see `large_spares`).
     ///
     /// # Safety
     /// `cp` was taken from this arena, its chunk is still held (no `reset`/`trim` since), no
@@ -107,7 +107,8 @@ impl RawArena {
         self.used_before.set(cp.used_before);
     }
 
-    /// Forgets every block, frees the large ones, and keeps one chunk: the largest, unless
+    /// Forgets every block, keeps or gives back the large ones (see `large_spares`), and keeps
+    /// one chunk: the largest, unless
     /// retention replaces it (see [`retention`](crate::arena::retention)); every other chunk
     /// goes back to `src`. A loop that has settled keeps the same single chunk and makes no call:
     /// that is the short path here, the rest is [`reset_slow`](Self::reset_slow).
@@ -116,6 +117,10 @@ impl RawArena {
     /// No block of this arena is used again, and `src` is the arena's source.
     #[inline]
     pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
+        if !self.spares.idle() {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.retire_all_large(src) };
+        }
         let mut now = self.in_use().max(self.cycle_peak.replace(0));
         // A cycle that ran under a probe reached no further than it in its chunk; when it met
         // the probe, that bound is its need (its blocks may all have been given back since).
@@ -126,10 +131,6 @@ impl RawArena {
             }
             probe.met
         });
-        if self.large.count() != 0 {
-            // SAFETY: forwarded from the caller.
-            unsafe { self.release_large_since(0, src) };
-        }
         let Some(head) = self.head.get() else {
             return;
         };
@@ -214,13 +215,14 @@ impl RawArena {
                 unsafe { self.trim(src) };
             }
             Plan::Reuse => {
-                // Every chunk stays: the largest first, the others following it as spares, which
-                // the next cycle takes as it outgrows the one before. Growth counts them all.
-                self.head.set(Some(keep));
+                // Every chunk stays, in the order the cycle took them: the next cycle, which makes
+                // the same requests, fills them as this one did (the others follow the first as
+                // spares, taken as it outgrows the one before). Growth counts them all.
+                let first = self.head.get().unwrap_or(keep);
                 self.growth.set(self.held.get());
                 self.used_before.set(0);
-                self.set_current(keep);
-                self.poison_ring(keep);
+                self.set_current(first);
+                self.poison_ring(first);
             }
             Plan::Renew { capacity, probe } => {
                 // Every chunk goes back first, so that the arena never holds both; the arena is
@@ -243,10 +245,11 @@ impl RawArena {
         }
     }
 
-    /// Bytes the cycle has in use: bump bytes and large blocks' (see `retention`).
+    /// Bytes the cycle has in use in the chunks, what sizes them (see `retention`; the large
+    /// blocks are sized apart, see `large_spares`).
     #[inline]
     pub(super) fn in_use(&self) -> usize {
-        self.bump_used() + self.large.data_bytes()
+        self.bump_used()
     }
 
     /// Records that the cycle has `used` bytes in use (at a slow point).
@@ -274,7 +277,8 @@ impl RawArena {
         poison_chunks(ring(first));
     }
 
-    /// Returns every spare chunk (after the current one) to the backing allocator.
+    /// Returns every spare chunk (after the current one) to the backing allocator (and not the
+    /// large blocks kept for reuse: `Arena::trim` gives those back too).
     ///
     /// Each spare leaves the ring and the counts before its block goes back, so should the
     /// backing allocator unwind, the arena holds the spares not yet released, as it should.
@@ -295,8 +299,9 @@ impl RawArena {
         }
     }
 
-    /// Returns every chunk and large block to the backing allocator; the arena is then as a new
-    /// one (for `Drop`, and a reset that renews its chunk).
+    /// Returns every chunk and large block in use to the backing allocator; the arena is then as
+    /// a new one (for `Drop`, and a reset that renews its chunk), but for the large blocks kept
+    /// for reuse ([`release_spares`](Self::release_spares) gives those back).
     ///
     /// The arena forgets its position, its chunks and their counts before the first block goes
     /// back: should the backing allocator unwind, it is an empty arena (the chunks not yet
@@ -316,8 +321,10 @@ impl RawArena {
         let head = self.head.take();
         self.held.set(0);
         self.chunks.set(0);
-        // SAFETY: forwarded from the caller.
-        unsafe { self.release_large_since(0, src) };
+        while let Some(b) = self.large.pop_since(0) {
+            // SAFETY: unlinked just now; no block is used again (the caller).
+            unsafe { self.release_large(b, src) };
+        }
         let Some(head) = head else { return };
         // The next chunk is read before a chunk goes back, and `head`, where the walk stops,
         // goes back last.

@@ -45,6 +45,23 @@ impl RawArena {
             .map_err(|f| refuse(f, || src))
     }
 
+    /// A large block for an `Allocator` request of at least the threshold (see
+    /// `allocator_alloc`), its failure answered by [`refuse`].
+    #[cold]
+    #[inline(never)]
+    pub(super) fn alloc_large_or_refuse<S: ChunkSource + ?Sized>(
+        &self,
+        layout: Layout,
+        src: &S,
+    ) -> Result<NonNull<u8>, AllocError> {
+        // As in `alloc_slow_inline`: a request nested in a backing call changes nothing.
+        if self.backing_call.in_progress() {
+            return Err(refuse(Failure::Reentered, || src));
+        }
+        self.alloc_large(layout, false, src)
+            .map_err(|f| refuse(f, || src))
+    }
+
     /// The body of [`alloc_slow`](Self::alloc_slow) and
     /// [`alloc_slow_or_refuse`](Self::alloc_slow_or_refuse).
     #[inline(always)]
@@ -72,8 +89,8 @@ impl RawArena {
         // general path's stack frame (a layout the first chunk holds is never large).
         if self.chunk.get().is_none() && self.first_chunk_holds(layout) {
             self.alloc_first(layout, src)
-        } else if layout.size() >= LARGE_THRESHOLD && !self.plan_holds(layout) {
-            self.alloc_large(layout, src)
+        } else if layout.size() >= LARGE_THRESHOLD && !(slack && self.plan_holds(layout)) {
+            self.alloc_large(layout, slack, src)
         } else {
             self.refill(layout, slack, src)
         }
@@ -227,14 +244,25 @@ impl RawArena {
     ) -> Result<Chunk, Failure> {
         // A chunk a reset planned holds a whole cycle (see `retention`): sized by what the
         // cycles needed rather than by growth.
-        let (mut size, mut nominal) = new_chunk_size(NewChunk {
-            layout,
-            growth: self.growth.get().min(self.growth_cap),
-            slack,
-            own: false,
-            plan: if planned { self.plan.get() } else { 0 },
-            limit: self.budget().headroom(),
-        })?;
+        let sized = || {
+            new_chunk_size(NewChunk {
+                layout,
+                growth: self.growth.get().min(self.growth_cap),
+                slack,
+                own: false,
+                plan: if planned { self.plan.get() } else { 0 },
+                limit: self.budget().headroom(),
+            })
+        };
+        let (mut size, mut nominal) = match sized() {
+            // Large blocks kept for reuse never make a request fail at the limit: they go back.
+            Err(Failure::LimitReached { .. }) if self.spares.count() != 0 => {
+                // SAFETY: `src` is the arena's source (the caller).
+                unsafe { self.release_spares(src) };
+                sized()?
+            }
+            r => r?,
+        };
         // A source holding a rest of its own (a `SyncArena`'s current chunk, for a handle's
         // piece) gives it when the request fits there (a growing block with room to grow to
         // twice its size). A piece sized by growth alone would leave that rest behind and take

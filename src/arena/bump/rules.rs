@@ -40,8 +40,16 @@ impl RawArena {
         layout: Layout,
         src: &S,
     ) -> Result<NonNull<u8>, AllocError> {
-        if layout.size() == 0 {
-            return Ok(dangling(layout.align()));
+        // An empty layout gets a dangling pointer; a collection's buffer of at least the
+        // threshold is a large block even where the chunk has room: it moves as the collection
+        // grows, and in a chunk each move would leave the old buffer behind until the reset.
+        // Both in one test (`size - 1` wraps for 0), which folds away for a layout known at
+        // compile time.
+        if layout.size().wrapping_sub(1) >= LARGE_THRESHOLD - 1 {
+            if layout.size() == 0 {
+                return Ok(dangling(layout.align()));
+            }
+            return self.alloc_large_or_refuse(layout, src);
         }
         match self.bump(layout) {
             Some(p) => Ok(p),
@@ -201,7 +209,8 @@ impl RawArena {
 
     /// The common way a block that is not last grows: a small block copied to a fresh block
     /// bumped in the current chunk. `None` (nothing changed) when the block is last, large or
-    /// empty, or the current chunk has no room for `new`; the rest of
+    /// empty, `new` is of at least the threshold (a large block), or the current chunk has no
+    /// room for `new`; the rest of
     /// [`grow_elsewhere`](Self::grow_elsewhere) then does the work. It is the first thing
     /// `grow_elsewhere` tries, and everything else is one more call away, so that this path
     /// saves two registers rather than six (a `Vec` of `Vec`s grown by pushes spends most of its
@@ -217,7 +226,10 @@ impl RawArena {
         new: Layout,
     ) -> Option<NonNull<u8>> {
         // An empty `new` takes no room (not even padding): `grow_moving` answers it.
-        if old_size >= LARGE_THRESHOLD || new.size() == 0 || self.last_start(p, old_size).is_some()
+        if old_size >= LARGE_THRESHOLD
+            || new.size() == 0
+            || new.size() >= LARGE_THRESHOLD
+            || self.last_start(p, old_size).is_some()
         {
             return None;
         }

@@ -11,9 +11,9 @@ use super::SyncArena;
 use super::shared_chunk::{
     CHUNK_ALIGN, Chunks, DATA_OFFSET, EXTRA_HEADER, SharedChunk, SharedHeader, take_spare,
 };
-use crate::arena::resize::Front;
 use crate::arena::{
-    ChunkSource, Core, HEADER_SIZE, LARGE_THRESHOLD, NewChunk, dangling, min_chunk_size, next_probe,
+    ChunkSource, Core, HEADER_SIZE, LARGE_THRESHOLD, Large, NewChunk, dangling, min_chunk_size,
+    next_probe,
 };
 use crate::error::Failure;
 use crate::reentry::OnUnwind;
@@ -56,6 +56,26 @@ impl<A: Allocator> SyncArena<A> {
         self.alloc_slow(layout)
     }
 
+    /// [`alloc_block`](Self::alloc_block) for the `Allocator` methods: a collection's buffer of
+    /// at least the threshold is a large block even where the chunk has room (each of its moves
+    /// in a chunk would leave the old buffer behind until the reset).
+    #[inline(always)]
+    pub(crate) fn allocator_block(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        // Empty or large in one test (`size - 1` wraps for 0).
+        if layout.size().wrapping_sub(1) >= LARGE_THRESHOLD - 1 {
+            if layout.size() == 0 {
+                return Ok(dangling(layout.align()));
+            }
+            return self.alloc_large(layout, false);
+        }
+        if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
+            if let Some(p) = SharedChunk(c).bump(layout) {
+                return Ok(p);
+            }
+        }
+        self.alloc_slow(layout)
+    }
+
     /// Places a request whose new chunk, if it needs one, is sized as `how` says (a grown block
     /// or a [`LocalArena`](crate::LocalArena)'s piece, see [`Request`]): bumped in the current
     /// chunk when it has room, else through [`alloc_slow`](Self::alloc_slow).
@@ -74,7 +94,11 @@ impl<A: Allocator> SyncArena<A> {
     /// [`Request`]). Apart, so that a block's cold path has the request's kind folded in.
     #[cold]
     #[inline(never)]
-    fn alloc_slow_as(&self, layout: Layout, how: Request) -> Result<NonNull<u8>, Failure> {
+    pub(super) fn alloc_slow_as(
+        &self,
+        layout: Layout,
+        how: Request,
+    ) -> Result<NonNull<u8>, Failure> {
         self.alloc_slow_body(layout, how)
     }
 
@@ -105,15 +129,16 @@ impl<A: Allocator> SyncArena<A> {
                 return Ok(p);
             }
         }
-        // A large request is a large block unless a reset planned a chunk that holds it (a loop
-        // that needs it every cycle then settles in that chunk, with no backing call). A
-        // handle's piece is never one: it is a chunk the handle bumps in.
+        // A large request is a large block, but for a growing block that a chunk a reset planned
+        // holds (the last block of a chunk grew out of it last cycle: in the planned chunk it
+        // grows on in place). A handle's piece is never one: it is a chunk the handle bumps in.
         if layout.size() >= LARGE_THRESHOLD
             && how != Request::Piece
-            && min_chunk_size(layout).is_none_or(|own| own - HEADER_SIZE > chunks.plan)
+            && !(how == Request::Grown
+                && min_chunk_size(layout).is_some_and(|own| own - HEADER_SIZE <= chunks.plan))
         {
             drop(chunks);
-            return self.alloc_large(layout);
+            return self.alloc_large(layout, how == Request::Grown);
         }
         if let Some(p) = self.bump_current(layout) {
             return Ok(p);
@@ -451,13 +476,23 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
 
     /// A handle's large blocks come from the shared arena's backing allocator, counted by the
     /// shared arena (and its limit); the handle lists them, and hands them over when dropped.
-    fn allocate_large(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
-        self.take_large(layout)
+    fn note_need(&self, bytes: usize) {
+        self.note_chunk_need(bytes);
+    }
+
+    fn allocate_large(&self, layout: Layout, growing: bool) -> Result<NonNull<[u8]>, Failure> {
+        self.allocate_large_for(layout, growing)
     }
 
     unsafe fn deallocate_large(&self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.give_large(ptr, layout) }
+        // A handle's large block (its header written, its layout the header's): kept for
+        // reuse within the allowance, as the shared path's are, or given back.
+        // SAFETY: the caller's block came from `allocate_large` (a handle's `RawArena`, which
+        // writes the header) and is not used again.
+        let b = unsafe { Large::from_block(ptr) };
+        debug_assert_eq!(b.layout(), layout);
+        // SAFETY: as above; out of the handle's list, and counted here as in use.
+        unsafe { self.retire_large(b) }
     }
 
     unsafe fn resize_large(

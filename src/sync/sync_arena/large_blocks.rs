@@ -17,11 +17,12 @@ use core::ptr::{self, NonNull};
 use allocator_api2::alloc::{AllocError, Allocator};
 
 use super::bumping::Request;
-use super::{Chunks, SyncArena};
+use super::{Chunks, SharedChunk, SyncArena};
 use crate::arena::resize::Front;
-use crate::arena::{LARGE_THRESHOLD, Large, LargeList, block_layout, data_size};
+use crate::arena::{
+    HEADER_SIZE, LARGE_THRESHOLD, Large, LargeList, block_layout, data_size, min_chunk_size,
+};
 use crate::error::Failure;
-use crate::reentry::OnUnwind;
 use crate::sync::shim::MutexGuard;
 
 impl<A: Allocator> SyncArena<A> {
@@ -35,25 +36,6 @@ impl<A: Allocator> SyncArena<A> {
         let chunks = self.chunks.lock();
         chunks.budget().admit(size)?;
         Ok(self.unlocked(chunks, size, call))
-    }
-
-    /// Gives a large block of `block`'s layout back to the backing allocator and uncounts it.
-    ///
-    /// # Safety
-    /// `p` is a large block of `block` taken by [`Front::take_large`] or
-    /// resized by [`backing_resize`](Self::backing_resize), unlinked and not used again.
-    pub(super) unsafe fn give_large(&self, p: NonNull<u8>, block: Layout) {
-        // Uncounted once the backing allocator returns, and also when it unwinds: no list holds
-        // the block any more (it is leaked at worst), and the limit must not count it for ever.
-        // The lock is not held across the call (the backing allocator may use this arena).
-        let _uncount = OnUnwind::new(|| {
-            let mut chunks = self.chunks.lock();
-            chunks.large_bytes -= block.size();
-            chunks.large_data -= data_size(block);
-            chunks.large_count -= 1;
-        });
-        // SAFETY: forwarded from the caller: the block came from `self.alloc` with `block`.
-        unsafe { self.alloc.deallocate(p, block) };
     }
 
     /// Grows or shrinks a large block through the backing allocator, and recounts it.
@@ -78,22 +60,198 @@ impl<A: Allocator> SyncArena<A> {
         let q = resized.map_err(|AllocError| Failure::OutOfMemory(new))?;
         chunks.large_bytes = chunks.large_bytes - old.size() + new.size();
         chunks.large_data = chunks.large_data - data_size(old) + data_size(new);
-        chunks.large_peak = chunks.large_peak.max(chunks.large_data);
+        chunks.kept.note(chunks.large_bytes);
         Ok(q)
     }
 
-    /// The shared path's large block for `layout` (at least the threshold).
+    /// The shared path's large block for `layout` (at least the threshold): a kept one that fits
+    /// (`growing`: for a block that grows, see `crate::arena::large_spares`), else a new one.
     #[cold]
     #[inline(never)]
-    pub(super) fn alloc_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+    pub(crate) fn alloc_large(
+        &self,
+        layout: Layout,
+        growing: bool,
+    ) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
-        let p = self.take_large(block)?;
-        // SAFETY: a fresh block of `block`'s layout, ours alone.
-        let b = unsafe { Large::init(p.cast(), block) };
+        let b = match self.take_kept_counted(block, growing) {
+            Some(b) => b,
+            None => {
+                let p = self.take_new_large(block)?;
+                // SAFETY: a fresh block of `block`'s layout, ours alone.
+                unsafe { Large::init_taken(p, block) }
+            }
+        };
         // Read before the block is linked (see the module documentation).
         let data = b.data();
         self.chunks.lock().large.push(b);
         Ok(data)
+    }
+
+    /// A large block of at least `block` for a handle ([`ChunkSource::allocate_large`]): a kept
+    /// one that fits, else a new one; the slice's length is the size it is given back with.
+    pub(super) fn allocate_large_for(
+        &self,
+        block: Layout,
+        growing: bool,
+    ) -> Result<NonNull<[u8]>, Failure> {
+        match self.take_kept_counted(block, growing) {
+            Some(b) => Ok(NonNull::slice_from_raw_parts(b.block(), b.layout().size())),
+            None => self.take_new_large(block),
+        }
+    }
+
+    /// A kept block that fits `block` (see `Spares::take`), taken out of the kept ones and
+    /// counted among the large blocks in use; not linked.
+    fn take_kept_counted(&self, block: Layout, growing: bool) -> Option<Large> {
+        let mut chunks = self.chunks.lock();
+        let b = chunks.kept.take(block, growing)?;
+        let l = b.layout();
+        chunks.large_bytes += l.size();
+        chunks.large_data += data_size(l);
+        chunks.large_count += 1;
+        chunks.kept.note(chunks.large_bytes);
+        Some(b)
+    }
+
+    /// A new block for `block` from the backing allocator, counted, after the kept blocks
+    /// smaller than it made room within the allowance (and all of them, should the limit refuse
+    /// it while they are held).
+    fn take_new_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
+        self.make_room(block.size());
+        match Front::take_large(self, block) {
+            Err(Failure::LimitReached { .. }) if self.chunks.lock().kept.count() != 0 => {
+                while let Some(b) = self.chunks.lock().kept.pop() {
+                    // SAFETY: a kept block, out of every list and uncounted, from `self.alloc`.
+                    unsafe { self.alloc.deallocate(b.block(), b.layout()) };
+                }
+                Front::take_large(self, block)
+            }
+            r => r,
+        }
+    }
+
+    /// Gives back the smallest kept blocks below `size` bytes while the large blocks in use and
+    /// kept, with `size` bytes besides, pass the allowance; the lock is released for each call.
+    fn make_room(&self, size: usize) {
+        loop {
+            let chunks = self.chunks.lock();
+            let in_use = chunks.large_bytes;
+            let Some(b) = chunks.kept.make_room(in_use, size, size) else {
+                return;
+            };
+            drop(chunks);
+            // SAFETY: a kept block, out of every list and uncounted, from `self.alloc`.
+            unsafe { self.alloc.deallocate(b.block(), b.layout()) };
+        }
+    }
+
+    /// A large block freed on the shared path (unlinked, still counted): kept for reuse within
+    /// the allowance, else given back (see `crate::arena::large_spares`).
+    ///
+    /// # Safety
+    /// `b` is unlinked, from `self.alloc`, and its data is not used again.
+    pub(super) unsafe fn retire_large(&self, b: Large) {
+        let l = b.layout();
+        {
+            let mut chunks = self.chunks.lock();
+            chunks.large_bytes -= l.size();
+            chunks.large_data -= data_size(l);
+            chunks.large_count -= 1;
+            if b.origin() != 0 {
+                // The last block of a chunk that grew out of it: the cycle needed a chunk that
+                // holds it where it started (the next reset sizes one), and it goes back.
+                let need = (b.origin() - 1).saturating_add(data_size(l));
+                chunks.chunk_peak = chunks.chunk_peak.max(need);
+                drop(chunks);
+                // SAFETY: forwarded from the caller; uncounted above.
+                unsafe { self.alloc.deallocate(b.block(), l) };
+                return;
+            }
+        }
+        self.make_room(l.size());
+        let chunks = self.chunks.lock();
+        let in_use = chunks.large_bytes;
+        if let Some(b) = chunks.kept.offer(b, in_use) {
+            drop(chunks);
+            // SAFETY: forwarded from the caller; uncounted above.
+            unsafe { self.alloc.deallocate(b.block(), l) };
+        }
+    }
+
+    /// A reset's large blocks (`&mut self`: none is used again): those in use join the kept
+    /// ones, and the kept ones the next cycles are not expected to need go back.
+    #[inline]
+    pub(super) fn retire_all_large(&mut self) {
+        let chunks = self.chunks.get_mut();
+        if chunks.large.count() != 0 || !chunks.kept.idle() {
+            self.retire_all_large_slow();
+        }
+    }
+
+    /// The rest of [`retire_all_large`](Self::retire_all_large), out of line: a reset of an
+    /// arena with no large block in use, kept or remembered asks one question.
+    #[cold]
+    #[inline(never)]
+    fn retire_all_large_slow(&mut self) {
+        // Blocks that grew out of a chunk's end count as its need (see `retire_large`).
+        while let Some(b) = {
+            let large = &self.chunks.get_mut().large;
+            large.blocks().find(|b| b.origin() != 0)
+        } {
+            self.chunks.get_mut().large.unlink(b);
+            // SAFETY: unlinked just now, from `self.alloc`; `&mut self`: not used again.
+            unsafe { self.retire_large(b) };
+        }
+        let chunks = self.chunks.get_mut();
+        chunks.large_bytes -= chunks.large.bytes();
+        chunks.large_data -= chunks.large.data_bytes();
+        chunks.large_count -= chunks.large.count();
+        chunks.kept.retire(&chunks.large);
+        while let Some(b) = self.chunks.get_mut().kept.surplus() {
+            // SAFETY: a kept block, out of every list and uncounted, from `self.alloc`.
+            unsafe { self.alloc.deallocate(b.block(), b.layout()) };
+        }
+        self.chunks.get_mut().kept.settle();
+    }
+
+    /// Marks the large block `q` (of `new`) as the last block of chunk `c`, at `p`, grown out of
+    /// it (see `retire_large`): a chunk that holds the chunks' bytes in use before it and the
+    /// block would have held it where it grew.
+    #[cold]
+    fn mark_grown_out(&self, c: SharedChunk, p: NonNull<u8>, q: NonNull<u8>, new: Layout) {
+        let chunks = self.chunks.lock();
+        let mut before = p.addr().get() - c.start();
+        let mut x = chunks.used;
+        while let Some(u) = x {
+            if u != c {
+                before += u.used();
+            }
+            x = u.next();
+        }
+        if let Some(b) = chunks.large.find(q, new.align()) {
+            b.set_origin(before + 1);
+        }
+    }
+
+    /// Whether a reset planned a chunk that holds `layout` (see `alloc_slow_body`).
+    fn plan_holds(&self, layout: Layout) -> bool {
+        let plan = self.chunks.lock().plan;
+        plan != 0 && min_chunk_size(layout).is_some_and(|own| own - HEADER_SIZE <= plan)
+    }
+
+    /// Records that the cycle needed `bytes` in one chunk (see `ChunkSource::note_need`).
+    pub(crate) fn note_chunk_need(&self, bytes: usize) {
+        let mut chunks = self.chunks.lock();
+        chunks.chunk_peak = chunks.chunk_peak.max(bytes);
+    }
+
+    /// Gives every kept large block back (`trim` and drop).
+    pub(super) fn free_kept(&mut self) {
+        while let Some(b) = self.chunks.get_mut().kept.pop() {
+            // SAFETY: a kept block, out of every list and uncounted, from `self.alloc`.
+            unsafe { self.alloc.deallocate(b.block(), b.layout()) };
+        }
     }
 
     /// The shared path's large block whose data is the caller's block `p` of `layout`, taken out
@@ -158,7 +316,16 @@ impl<A: Allocator> Front for SyncArena<A> {
         grows: bool,
     ) -> Result<NonNull<u8>, Failure> {
         let left = self.current_chunk();
-        let q = if grows {
+        // A block that reaches the threshold moves to a large block, never to a chunk, where it
+        // would leave its old bytes behind at each later move.
+        let q = if new.size() >= LARGE_THRESHOLD {
+            if grows && self.plan_holds(new) {
+                // A chunk a reset planned for it (see `alloc_slow_body`).
+                self.alloc_slow_as(new, Request::Grown)?
+            } else {
+                self.alloc_large(new, grows)?
+            }
+        } else if grows {
             self.alloc_block_as(new, Request::Grown)?
         } else {
             self.alloc_block(new)?
@@ -173,10 +340,13 @@ impl<A: Allocator> Front for SyncArena<A> {
         if old.size() != 0 {
             if let Some(c) = left {
                 // `p + old` ends the caller's block, so it does not overflow.
-                if c.move_cursor(p.addr().get() + old.size(), p.addr().get())
-                    && old.size() >= LARGE_THRESHOLD
-                {
-                    self.note_rollback(old.size());
+                if c.move_cursor(p.addr().get() + old.size(), p.addr().get()) {
+                    if old.size() >= LARGE_THRESHOLD {
+                        self.note_rollback(old.size());
+                    }
+                    if grows && new.size() >= LARGE_THRESHOLD {
+                        self.mark_grown_out(c, p, q, new);
+                    }
                 }
             }
         }
@@ -195,8 +365,9 @@ impl<A: Allocator> Front for SyncArena<A> {
         chunks.large_bytes += block.size();
         chunks.large_data += data_size(block);
         chunks.large_count += 1;
-        chunks.large_peak = chunks.large_peak.max(chunks.large_data);
-        Ok(p)
+        chunks.kept.note(chunks.large_bytes);
+        // Exactly the size counted, which is the size it goes back with.
+        Ok(NonNull::slice_from_raw_parts(p.cast(), block.size()))
     }
 
     unsafe fn resize_large_block(&self, b: Large, block: Layout) -> Result<NonNull<[u8]>, Failure> {
@@ -206,14 +377,22 @@ impl<A: Allocator> Front for SyncArena<A> {
 
     unsafe fn free_large(&self, b: Large) {
         // SAFETY: forwarded from the caller.
-        unsafe { self.give_large(b.block(), b.layout()) }
+        unsafe { self.retire_large(b) }
     }
 
     fn link_large(&self, b: Large) {
         self.chunks.lock().large.reinsert(b);
     }
 
-    fn link_large_for(&self, old: Large, new: Large) {
+    fn has_kept(&self) -> bool {
+        self.chunks.lock().kept.count() != 0
+    }
+
+    fn take_kept(&self, block: Layout) -> Option<Large> {
+        self.take_kept_counted(block, true)
+    }
+
+    fn link_large_for(&self, old: Large, new: Large, _kept: bool) {
         self.chunks.lock().large.reinsert_for(old, new);
     }
 }

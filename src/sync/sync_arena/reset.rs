@@ -13,23 +13,23 @@ use crate::arena::{Cycle, Plan, chunk_size_for_capacity, plan};
 use crate::sync::shim::Ordering;
 
 impl<A: Allocator> SyncArena<A> {
-    /// Forgets every block, gives the large blocks back, and keeps one chunk, sized for what
-    /// recent cycles needed, as [`Arena::reset`](crate::Arena::reset) does (including its first
-    /// reset that keeps every chunk for the next cycle); every other chunk goes back to the
-    /// backing allocator. A `LocalArena` handle's pieces count as used in full, except the last
+    /// Forgets every block and keeps one chunk, sized for what recent cycles needed, and the
+    /// large blocks the next cycles are expected to need, as [`Arena::reset`](crate::Arena::reset)
+    /// does (including its first reset that keeps every chunk for the next cycle); every other
+    /// chunk and large block goes back to the backing allocator. A `LocalArena` handle's pieces count as used in full, except the last
     /// one of a dropped handle, which counts what the handle used of it (in full when the handle
     /// had rolled back every block in it); and a new piece takes the rest of the current chunk
     /// when the request it is for fits there, so a steady loop of handles settles in one chunk.
     /// An oversized chunk is first kept under a probe, which requests that reach it raise under
     /// the refill lock.
     pub fn reset(&mut self) {
-        self.free_all_large();
+        self.retire_all_large();
         let chunks = self.chunks.get_mut();
         // Move every used chunk onto the spare list, counting what the cycle used, then rewind
         // every spare's cursor and find the largest. `&mut self`: no other thread is inside the
         // arena, no block is used again.
-        // What the cycle used: the most its chunks held (now, or before a big roll-back), and
-        // the most its large blocks held at once.
+        // What the cycle used: the most its chunks held (now, or before a big roll-back); its
+        // large blocks are sized apart (`retire_all_large`).
         let mut in_chunks = 0;
         let mut used = chunks.used.take();
         // A cycle that moved on to further chunks and gave back all it had bumped in its last
@@ -47,14 +47,14 @@ impl<A: Allocator> SyncArena<A> {
             c.set_next(chunks.spares);
             chunks.spares = Some(c);
         }
+        // The oldest chunk: the first the cycle took (with the spares of before, if any).
+        let first = chunks.spares;
         let chunk_peak = core::mem::take(&mut chunks.chunk_peak);
         if chunk_peak > in_chunks {
             // A roll-back seen this cycle says how far it reached.
             bound = 0;
         }
-        let mut now = in_chunks
-            .max(chunk_peak)
-            .saturating_add(core::mem::take(&mut chunks.large_peak));
+        let mut now = in_chunks.max(chunk_peak);
         // A cycle that ran under a probe reached no further than it in its chunk; when it met the
         // probe, that bound is its need (its blocks may all have been given back since). One
         // that never met it needed less than the renewal the probe stands for.
@@ -87,7 +87,6 @@ impl<A: Allocator> SyncArena<A> {
             self.current.store(ptr::null_mut(), Ordering::Relaxed);
             return;
         };
-        chunks.spares = unlink(chunks.spares, keep);
         chunks.plan = 0;
         let held = chunks.chunk_bytes();
         let plan = plan(
@@ -101,32 +100,31 @@ impl<A: Allocator> SyncArena<A> {
                 reserved: chunks.reserved,
             },
         );
+        // The chunk the arena goes on in: the largest, or for a reuse the one the cycle took
+        // first (the head of the spares), so that the next cycle, which makes the same requests,
+        // fills the chunks in the order this one did.
         let mut reuse = false;
-        let renew = match plan {
+        let (kept, renew) = match plan {
             Plan::Keep { plan, probe } => {
                 chunks.plan = plan;
                 if let Some(reached) = probe {
                     chunks.set_probe(keep, reached);
                 }
-                None
+                (Some(keep), None)
             }
             Plan::Reuse => {
                 reuse = true;
-                None
+                (first.or(Some(keep)), None)
             }
-            Plan::Renew { capacity, probe } => {
-                // Every chunk goes back first (below), so that the arena never holds both.
-                keep.set_next(chunks.spares);
-                chunks.spares = Some(keep);
-                Some((capacity, probe))
-            }
+            // Every chunk goes back first (below), so that the arena never holds both.
+            Plan::Renew { capacity, probe } => (None, Some((capacity, probe))),
         };
         // The arena is in its final state before any block goes back (the backing allocator may
         // unwind there): the chunk kept, if any, is the one in use and the current one, and every
         // other chunk is a spare. Growth starts again from the chunk kept: a cycle that outgrows
         // it takes about twice.
-        let kept = if renew.is_none() { Some(keep) } else { None };
         if let Some(k) = kept {
+            chunks.spares = unlink(chunks.spares, k);
             k.set_next(None);
         }
         chunks.used = kept;
@@ -141,8 +139,8 @@ impl<A: Allocator> SyncArena<A> {
             chunks.growth = chunks.held;
             return;
         }
-        // Every spare goes back.
-        self.trim();
+        // Every spare chunk goes back (the kept large blocks stay).
+        self.free_list(|chunks| &mut chunks.spares);
         let Some((capacity, probe)) = renew else {
             return;
         };
@@ -303,11 +301,12 @@ mod tests {
         assert!(after_threads >= 8 * n && after_threads < capacity);
         assert!(arena.chunks.get_mut().probe.unwrap().met);
 
-        // The last block grows in place across the probe.
-        let mut v = Vec::with_capacity_in(n / 2, &arena);
-        v.extend((0..n / 2).map(|i| i as u64));
+        // The last block grows in place across the probe (from below the large-block
+        // threshold: a larger request through the `Allocator` methods is a large block).
+        let mut v = Vec::with_capacity_in(n / 4, &arena);
+        v.extend((0..n / 4).map(|i| i as u64));
         let at = v.as_ptr();
-        v.reserve_exact(n + n / 2);
+        v.reserve_exact(2 * n - n / 4);
         assert_eq!((v.as_ptr(), v.capacity()), (at, 2 * n));
         assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
         assert!(reached(c) >= at.addr() - c.start() + 16 * n);

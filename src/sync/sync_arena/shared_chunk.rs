@@ -7,6 +7,7 @@ use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::Allocator;
 
+use crate::arena::Spares;
 use crate::arena::{Budget, HEADER_SIZE, LargeList, Recent};
 use crate::sync::shim::{AtomicUsize, Ordering};
 
@@ -210,8 +211,9 @@ pub(super) struct Chunks {
     pub(super) plan: usize,
     /// Usable bytes reserved by `with_capacity`: a reset never keeps less.
     pub(super) reserved: usize,
-    /// The most data bytes of large blocks held at once since the last reset.
-    pub(super) large_peak: usize,
+    /// The large blocks kept for reuse, and the large needs of the last cycles (see
+    /// `crate::arena::large_spares`).
+    pub(super) kept: Spares,
     /// The most bytes the chunks were seen to hold at a roll-back of at least the large-block
     /// threshold since the last reset (what the chunks held before it, which a reset cannot see).
     pub(super) chunk_peak: usize,
@@ -241,7 +243,7 @@ impl Chunks {
     pub(super) fn budget(&self) -> Budget {
         Budget {
             limit: self.limit,
-            held: self.held + self.pending + self.large_bytes,
+            held: self.held + self.pending + self.large_bytes + self.kept.bytes(),
         }
     }
 
