@@ -552,15 +552,15 @@ fn large_blocks_count_in_the_statistics_and_the_limit() {
 /// the fourth alone is checked).
 const CYCLES: usize = scaled(6, 4);
 
-/// Runs `cycles` cycles of `build` on a fresh arena over `meter`, each followed by a reset, and
-/// returns each cycle's peak (counted from what was held before it, so that what the reset
+/// Runs `cycles` cycles of `build` on `arena` (fresh, over `meter`), each followed by a reset,
+/// and returns each cycle's peak (counted from what was held before it, so that what the reset
 /// before kept counts) and backing calls.
-fn cycles_on(
+fn cycles_on<T: Resets>(
     meter: &Meter,
+    mut arena: T,
     cycles: usize,
-    build: impl Fn(&Arena<&Meter>),
+    build: impl Fn(&T),
 ) -> std::vec::Vec<(usize, usize)> {
-    let mut arena = Arena::new_in(meter);
     (0..cycles)
         .map(|_| {
             meter.restart_peak();
@@ -597,7 +597,8 @@ fn assert_later_cycles_hold_the_first(what: &str, cycles: &[(usize, usize)]) {
 #[test]
 fn a_growing_vec_with_blocks_placed_after_it_holds_in_later_cycles_what_it_held_first() {
     let src = values(scaled(100_000, 8_200));
-    let cycles = cycles_on(&Meter::default(), CYCLES, |arena| {
+    let meter = Meter::default();
+    let cycles = cycles_on(&meter, Arena::new_in(&meter), CYCLES, |arena| {
         let mut v: Vec<u64, _> = Vec::new_in(arena);
         for (i, &x) in src.iter().enumerate() {
             v.push(x);
@@ -613,7 +614,8 @@ fn a_growing_vec_with_blocks_placed_after_it_holds_in_later_cycles_what_it_held_
 #[test]
 fn a_hash_map_holds_in_later_cycles_what_it_held_first() {
     let n = scaled(100_000, 1_800) as u64;
-    let cycles = cycles_on(&Meter::default(), CYCLES, |arena| {
+    let meter = Meter::default();
+    let cycles = cycles_on(&meter, Arena::new_in(&meter), CYCLES, |arena| {
         let mut m = hashbrown::HashMap::new_in(arena);
         for i in 0..n {
             m.insert(i, i ^ 0x55);
@@ -632,7 +634,8 @@ fn an_interner_holds_in_later_cycles_what_it_held_first() {
     let names: std::vec::Vec<String> = (0..scaled(50_000, 1_800))
         .map(|i| format!("name_{i}"))
         .collect();
-    let cycles = cycles_on(&Meter::default(), CYCLES, |arena| {
+    let meter = Meter::default();
+    let cycles = cycles_on(&meter, Arena::new_in(&meter), CYCLES, |arena| {
         let mut m: hashbrown::HashMap<&str, usize, _, _> = hashbrown::HashMap::new_in(arena);
         for (i, name) in names.iter().enumerate() {
             m.insert(arena.alloc_str(name), i);
@@ -640,24 +643,6 @@ fn an_interner_holds_in_later_cycles_what_it_held_first() {
         assert_eq!((m.len(), m.get("name_7")), (names.len(), Some(&7)));
     });
     assert_later_cycles_hold_the_first("interner", &cycles);
-}
-
-/// [`cycles_on`] for a `SyncArena`: `build` gets the shared arena.
-fn sync_cycles_on(
-    meter: &Meter,
-    cycles: usize,
-    build: impl Fn(&SyncArena<&Meter>),
-) -> std::vec::Vec<(usize, usize)> {
-    let mut arena = SyncArena::new_in(meter);
-    (0..cycles)
-        .map(|_| {
-            meter.restart_peak();
-            let calls = meter.calls();
-            build(&arena);
-            arena.reset();
-            (meter.peak(), meter.calls() - calls)
-        })
-        .collect()
 }
 
 #[cfg_attr(
@@ -669,7 +654,8 @@ fn sync_arena_collections_hold_in_later_cycles_what_they_held_first() {
     let src = values(scaled(100_000, 8_200));
     let n = scaled(100_000, 1_800) as u64;
     // On the shared path: a `Vec` with a value placed after every tenth push, then a map.
-    let cycles = sync_cycles_on(&Meter::default(), CYCLES, |arena| {
+    let meter = Meter::default();
+    let cycles = cycles_on(&meter, SyncArena::new_in(&meter), CYCLES, |arena| {
         let mut v: Vec<u64, _> = Vec::new_in(arena);
         for (i, &x) in src.iter().enumerate() {
             v.push(x);
@@ -690,7 +676,8 @@ fn sync_arena_collections_hold_in_later_cycles_what_they_held_first() {
 #[test]
 fn a_handle_per_cycle_holds_in_later_cycles_what_the_first_held() {
     let n = scaled(100_000, 1_800) as u64;
-    let cycles = sync_cycles_on(&Meter::default(), CYCLES, |arena| {
+    let meter = Meter::default();
+    let cycles = cycles_on(&meter, SyncArena::new_in(&meter), CYCLES, |arena| {
         let local = arena.local();
         let mut m = hashbrown::HashMap::new_in(&local);
         for i in 0..n {

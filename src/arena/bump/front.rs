@@ -79,9 +79,7 @@ impl RawArena {
             .get()
             .map(|c| self.used_before.get() + (saved.addr().get() - c.start().addr().get()));
         // The chunk bytes in use before the block.
-        let before = self.chunk.get().map_or(0, |c| {
-            self.used_before.get() + (start.addr().get() - c.start().addr().get())
-        });
+        let before = used_with_block.map_or(0, |u| u - (saved.addr().get() - start.addr().get()));
         let q = self.alloc_slow(new, keep < new.size(), src)?;
         if new.size() >= LARGE_THRESHOLD {
             // A large block now (see `alloc_slow`), the newest: a chunk with room for it after

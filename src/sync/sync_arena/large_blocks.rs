@@ -121,10 +121,7 @@ impl<A: Allocator> SyncArena<A> {
         self.make_room(block.size());
         match Front::take_large(self, block) {
             Err(Failure::LimitReached { .. }) if self.chunks.lock().kept.count() != 0 => {
-                while let Some(b) = self.chunks.lock().kept.pop() {
-                    // SAFETY: a kept block, out of every list and uncounted, from `self.alloc`.
-                    unsafe { self.alloc.deallocate(b.block(), b.layout()) };
-                }
+                self.free_kept();
                 Front::take_large(self, block)
             }
             r => r,
@@ -246,9 +243,13 @@ impl<A: Allocator> SyncArena<A> {
         chunks.chunk_peak = chunks.chunk_peak.max(bytes);
     }
 
-    /// Gives every kept large block back (`trim` and drop).
-    pub(super) fn free_kept(&mut self) {
-        while let Some(b) = self.chunks.get_mut().kept.pop() {
+    /// Gives every kept large block back (`trim`, drop, and a request the limit refuses while
+    /// they are held), the lock released for each call.
+    pub(super) fn free_kept(&self) {
+        loop {
+            let Some(b) = self.chunks.lock().kept.pop() else {
+                return;
+            };
             // SAFETY: a kept block, out of every list and uncounted, from `self.alloc`.
             unsafe { self.alloc.deallocate(b.block(), b.layout()) };
         }
