@@ -103,7 +103,9 @@ impl<'a, A: Allocator> LocalArena<'a, A> {
 }
 
 impl<'a, A: Allocator> OnRaw for LocalArena<'a, A> {
-    type Src = SyncArena<A>;
+    // The handle itself, which forwards to the shared arena: its address is at hand wherever the
+    // raw arena is, so a fast path does not load the shared arena's for its cold branch.
+    type Src = Self;
 
     #[inline(always)]
     fn raw(&self) -> &RawArena {
@@ -111,8 +113,8 @@ impl<'a, A: Allocator> OnRaw for LocalArena<'a, A> {
     }
 
     #[inline(always)]
-    fn src(&self) -> &SyncArena<A> {
-        self.shared
+    fn src(&self) -> &Self {
+        self
     }
 }
 

@@ -61,12 +61,9 @@ impl<A: Allocator> SyncArena<A> {
     /// in a chunk would leave the old buffer behind until the reset).
     #[inline(always)]
     pub(crate) fn allocator_block(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        // Empty or large in one test (`size - 1` wraps for 0).
+        // Empty or large in one test (`size - 1` wraps for 0), both answered out of line.
         if layout.size().wrapping_sub(1) >= LARGE_THRESHOLD - 1 {
-            if layout.size() == 0 {
-                return Ok(dangling(layout.align()));
-            }
-            return self.alloc_large(layout, false);
+            return self.allocator_empty_or_large(layout);
         }
         if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
             if let Some(p) = SharedChunk(c).bump(layout) {
@@ -74,6 +71,17 @@ impl<A: Allocator> SyncArena<A> {
             }
         }
         self.alloc_slow(layout)
+    }
+
+    /// [`allocator_block`](Self::allocator_block) of an empty layout (a dangling pointer) or of
+    /// a large one. Out of line, so that the bump's loop is laid out straight.
+    #[cold]
+    #[inline(never)]
+    fn allocator_empty_or_large(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout.align()));
+        }
+        self.alloc_large(layout, false)
     }
 
     /// Places a request whose new chunk, if it needs one, is sized as `how` says (a grown block
