@@ -56,18 +56,10 @@ pub(crate) struct RawArena {
     chunks: Cell<usize>,
     /// Cap on `held`, if any.
     limit: Cell<Option<usize>>,
-    /// Whether the `Allocator` methods panic at the limit instead of returning `AllocError`
-    /// (read through the arena's [`ChunkSource::panics_on_limit`], never on a fast path).
-    panic_on_limit: Cell<bool>,
     /// Largest nominal size of a regular chunk (what the growth state may reach).
     growth_cap: usize,
-    /// Set while the arena waits for its backing allocator: a nested request that needs the
-    /// cold path is refused ([`RawArena::alloc_slow`]).
-    backing_call: BackingCall,
     /// The large blocks (outside the chunks) in use, newest first.
     large: LargeList,
-    /// The large blocks kept for reuse (see `large_spares`).
-    spares: Spares,
     /// The most bump bytes this cycle was seen to use at a slow point (see `retention`).
     cycle_peak: Cell<usize>,
     /// The needs of the last cycles.
@@ -78,6 +70,14 @@ pub(crate) struct RawArena {
     reserved: Cell<usize>,
     /// The probe a reset set on the chunk it kept, for the cycle after it (see `retention`).
     probe: Cell<Option<Probe>>,
+    // The one-byte fields last, side by side: no padding between fields, so that a new arena's
+    // fields are plain stores.
+    /// Whether the `Allocator` methods panic at the limit instead of returning `AllocError`
+    /// (read through the arena's [`ChunkSource::panics_on_limit`], never on a fast path).
+    panic_on_limit: Cell<bool>,
+    /// Set while the arena waits for its backing allocator: a nested request that needs the
+    /// cold path is refused ([`RawArena::alloc_slow`]).
+    backing_call: BackingCall,
 }
 
 /// A reset's probe: `end` is held at `end` on `chunk` (below the chunk's own end, or at it once
@@ -199,7 +199,6 @@ impl RawArena {
             growth_cap: cap,
             backing_call: BackingCall::new(),
             large: LargeList::new(),
-            spares: Spares::new(),
             cycle_peak: Cell::new(0),
             recent: Cell::new(Recent::new()),
             plan: Cell::new(0),
@@ -282,8 +281,8 @@ impl RawArena {
     }
 
     /// Usable bytes of all held chunks and large blocks (in use or kept).
-    pub(crate) fn allocated_bytes(&self) -> usize {
-        self.chunk_bytes() + self.large.data_bytes() + self.spares.data_bytes()
+    pub(crate) fn allocated_bytes<S: ChunkSource + ?Sized>(&self, src: &S) -> usize {
+        self.chunk_bytes() + self.large.data_bytes() + src.kept().map_or(0, Spares::data_bytes)
     }
 
     /// Usable bytes of all held chunks (headers excluded).
@@ -292,8 +291,11 @@ impl RawArena {
     }
 
     /// Bytes held from the backing allocator, headers included.
-    pub(crate) fn allocated_bytes_including_metadata(&self) -> usize {
-        self.held_total()
+    pub(crate) fn allocated_bytes_including_metadata<S: ChunkSource + ?Sized>(
+        &self,
+        src: &S,
+    ) -> usize {
+        self.held_total(src)
     }
 
     /// Large blocks in use.
@@ -307,8 +309,8 @@ impl RawArena {
     }
 
     /// Large blocks kept for reuse, and their bytes (headers included).
-    pub(crate) fn kept_large(&self) -> (usize, usize) {
-        (self.spares.count(), self.spares.bytes())
+    pub(crate) fn kept_large<S: ChunkSource + ?Sized>(&self, src: &S) -> (usize, usize) {
+        src.kept().map_or((0, 0), |k| (k.count(), k.bytes()))
     }
 
     /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped).

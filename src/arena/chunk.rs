@@ -11,6 +11,7 @@
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
+use super::large_spares::Spares;
 use crate::error::Failure;
 
 /// Alignment of every chunk and of the first usable byte after its header.
@@ -113,6 +114,14 @@ pub(crate) trait ChunkSource {
     /// grew out of its piece into a large block that a chunk of that many bytes would have held
     /// where it grew (see `RawArena::retire_large`). Nothing for a backing allocator.
     fn note_need(&self, _bytes: usize) {}
+
+    /// The large blocks the arena on this source keeps for reuse across resets (see
+    /// `large_spares`): an `Arena`'s own. `None` for a source whose arenas are never reset on
+    /// their own (a `LocalArena`, whose `SyncArena` keeps its blocks; the default): a large
+    /// block freed there goes back at once.
+    fn kept(&self) -> Option<&Spares> {
+        None
+    }
 
     /// Whether [`extend_chunk`](Self::extend_chunk) can ever hand out bytes: `false` for a
     /// backing allocator (the default), so that an arena over one compiles without the attempt

@@ -113,6 +113,8 @@ pub(crate) mod fuzzing {
 pub struct Arena<A: Allocator = Global> {
     // Must stay the first field: `ArenaRef` reads it at offset 0.
     raw: RawArena,
+    /// The large blocks kept for reuse across resets, reached through `ChunkSource::kept`.
+    spares: Spares,
     alloc: A,
 }
 
@@ -194,6 +196,7 @@ impl<A: Allocator> Arena<A> {
     pub const fn new_in(alloc: A) -> Arena<A> {
         Arena {
             raw: RawArena::new(),
+            spares: Spares::new(),
             alloc,
         }
     }
@@ -565,6 +568,11 @@ impl<A: Allocator> ChunkSource for Arena<A> {
 
     fn panics_on_limit(&self) -> bool {
         self.raw.panics_on_limit()
+    }
+
+    #[inline(always)]
+    fn kept(&self) -> Option<&Spares> {
+        Some(&self.spares)
     }
 }
 

@@ -65,7 +65,7 @@ macro_rules! stats_api {
             /// bytes of every chunk and large block held.
             #[inline]
             pub fn allocated_bytes(&self) -> usize {
-                self.raw().allocated_bytes()
+                self.raw().allocated_bytes(self.src())
             }
 
             /// [`ArenaStats::allocated_bytes_including_metadata`](
@@ -73,7 +73,7 @@ macro_rules! stats_api {
             /// backing allocator, what the allocation limit caps.
             #[inline]
             pub fn allocated_bytes_including_metadata(&self) -> usize {
-                self.raw().allocated_bytes_including_metadata()
+                self.raw().allocated_bytes_including_metadata(self.src())
             }
 
             /// [`ArenaStats::chunk_capacity`]($crate::ArenaStats::chunk_capacity): bytes left in
@@ -100,7 +100,7 @@ macro_rules! stats_api {
 
             /// All the statistics at once.
             pub fn stats(&self) -> $crate::ArenaStats {
-                self.raw().stats(self.allocation_limit())
+                self.raw().stats(self.src())
             }
         }
     };
@@ -108,19 +108,21 @@ macro_rules! stats_api {
 pub(crate) use stats_api;
 
 impl super::bump::RawArena {
-    /// The statistics of this bump state, with the allocation limit of its owner.
-    pub(crate) fn stats(&self, allocation_limit: Option<usize>) -> ArenaStats {
+    /// The statistics of this bump state over its source `src` (the allocation limit and the
+    /// kept large blocks are the source's).
+    pub(crate) fn stats<S: super::ChunkSource + ?Sized>(&self, src: &S) -> ArenaStats {
+        let (kept_large_blocks, kept_large_bytes) = self.kept_large(src);
         ArenaStats {
             chunks: self.chunk_count(),
             large_blocks: self.large_count(),
             large_bytes: self.large_bytes(),
-            kept_large_blocks: self.kept_large().0,
-            kept_large_bytes: self.kept_large().1,
+            kept_large_blocks,
+            kept_large_bytes,
             used_bytes: self.used_bytes(),
-            allocated_bytes: self.allocated_bytes(),
-            allocated_bytes_including_metadata: self.allocated_bytes_including_metadata(),
+            allocated_bytes: self.allocated_bytes(src),
+            allocated_bytes_including_metadata: self.allocated_bytes_including_metadata(src),
             chunk_capacity: self.chunk_capacity(),
-            allocation_limit,
+            allocation_limit: src.allocation_limit(),
         }
     }
 }

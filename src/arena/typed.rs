@@ -189,7 +189,7 @@ impl<X: OnRaw + ?Sized> Core for X {
     }
 
     fn core_stats(&self) -> ArenaStats {
-        self.raw().stats(self.src().allocation_limit())
+        self.raw().stats(self.src())
     }
 
     #[inline(always)]

@@ -262,9 +262,6 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
                 self.shared.note_rollback(unseen);
             }
         }
-        // A handle is never reset, so it keeps no large block for reuse (its allowance is 0):
-        // every one it freed went back at once.
-        debug_assert_eq!(self.raw.stats(None).kept_large_blocks, 0);
         // Its large blocks outlive it too: the shared arena frees them on reset or drop.
         self.shared.adopt_large(self.raw.large_list());
     }

@@ -138,7 +138,7 @@ impl RawArena {
         // once per step), else what is needed.
         let ample = needed.max(c.size().min(self.growth_cap) & !(CHUNK_ALIGN - 1));
         let extended = |more: usize| {
-            self.check_limit(more).is_ok()
+            self.check_limit(more, src).is_ok()
                 // SAFETY: `c` is a chunk of this arena, taken from `src` (the arena's only
                 // source), and `c.size()` is its block's current length.
                 && unsafe { src.extend_chunk(c.0.cast(), c.size(), more) }
@@ -198,7 +198,7 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
         let raw = self.raw;
         let b = raw.large.find(p, layout.align())?;
         // The cycle had the block in use up to now (see `retention`).
-        raw.note_large();
+        raw.note_large(self.src);
         raw.large.unlink(b);
         self.detached.set(self.detached.get() + b.layout().size());
         Some(b)
@@ -256,8 +256,10 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
         let old_block = b.layout();
         if block.size() > old_block.size() {
             // The block's bytes are among the detached ones until it is linked back.
-            self.raw
-                .check_limit(self.detached.get() + (block.size() - old_block.size()))?;
+            self.raw.check_limit(
+                self.detached.get() + (block.size() - old_block.size()),
+                self.src,
+            )?;
         }
         let resized = self.raw.backing_call.run(|| {
             // SAFETY: `b`'s block came from `src` with `old_block` (the caller); `block` has its
@@ -270,11 +272,11 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
     }
 
     fn has_kept(&self) -> bool {
-        self.raw.spares.count() != 0
+        self.src.kept().is_some_and(|k| k.count() != 0)
     }
 
     fn take_kept(&self, block: Layout) -> Option<Large> {
-        let b = self.raw.spares.take(block, true)?;
+        let b = self.src.kept()?.take(block, true)?;
         // Out of every list until it is linked: counted as detached meanwhile.
         self.detached.set(self.detached.get() + b.layout().size());
         Some(b)
@@ -289,7 +291,7 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
     fn link_large(&self, b: Large) {
         self.attach(b);
         self.raw.large.reinsert(b);
-        self.raw.note_large();
+        self.raw.note_large(self.src);
     }
 
     fn link_large_for(&self, old: Large, new: Large, kept: bool) {
@@ -299,6 +301,6 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
         }
         // `old`'s bytes are counted by the limit until it is freed: `detached` keeps them.
         self.raw.large.reinsert_for(old, new);
-        self.raw.note_large();
+        self.raw.note_large(self.src);
     }
 }

@@ -8,26 +8,32 @@ use super::RawArena;
 use crate::arena::budget::Budget;
 use crate::arena::chunk::{ChunkSource, HEADER_SIZE, min_chunk_size};
 use crate::arena::large::{Large, block_layout};
+use crate::arena::large_spares::Spares;
 use crate::arena::poison::poison;
 use crate::error::Failure;
 
 impl RawArena {
     /// Bytes held from the backing allocator: chunks and large blocks (in use or kept).
-    pub(super) fn held_total(&self) -> usize {
-        self.held.get() + self.large.bytes() + self.spares.bytes()
+    pub(super) fn held_total<S: ChunkSource + ?Sized>(&self, src: &S) -> usize {
+        self.held.get() + self.large.bytes() + src.kept().map_or(0, Spares::bytes)
     }
 
-    /// What the arena holds from the backing allocator, and its limit.
-    pub(super) fn budget(&self) -> Budget {
+    /// What the arena holds from the backing allocator (with what `src` keeps for it), and its
+    /// limit.
+    pub(super) fn budget<S: ChunkSource + ?Sized>(&self, src: &S) -> Budget {
         Budget {
             limit: self.limit.get(),
-            held: self.held_total(),
+            held: self.held_total(src),
         }
     }
 
     /// Fails when `more` bytes from the backing allocator would pass the limit.
-    pub(super) fn check_limit(&self, more: usize) -> Result<(), Failure> {
-        self.budget().admit(more)
+    pub(super) fn check_limit<S: ChunkSource + ?Sized>(
+        &self,
+        more: usize,
+        src: &S,
+    ) -> Result<(), Failure> {
+        self.budget(src).admit(more)
     }
 
     /// Whether a reset planned a chunk that holds `layout`, a block that grows: the last block of
@@ -50,7 +56,7 @@ impl RawArena {
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         let (block, _) = block_layout(layout).ok_or(Failure::CapacityOverflow)?;
-        let b = match self.spares.take(block, growing) {
+        let b = match src.kept().and_then(|k| k.take(block, growing)) {
             Some(kept) => kept,
             None => {
                 let p = self.take_large(block, 0, growing, src)?;
@@ -59,14 +65,16 @@ impl RawArena {
             }
         };
         self.large.push(b);
-        self.note_large();
+        self.note_large(src);
         Ok(b.data())
     }
 
     /// Records, at a slow point, what the cycle has in use (see `retention` and
     /// `large_spares`).
-    pub(super) fn note_large(&self) {
-        self.spares.note(self.large.bytes());
+    pub(super) fn note_large<S: ChunkSource + ?Sized>(&self, src: &S) {
+        if let Some(k) = src.kept() {
+            k.note(self.large.bytes());
+        }
         self.note_peak(self.in_use());
     }
 
@@ -87,11 +95,11 @@ impl RawArena {
         // within the allowance.
         // SAFETY: `src` is the arena's source (the caller).
         unsafe { self.make_room(more, block.size(), src) };
-        if self.check_limit(more).is_err() {
+        if self.check_limit(more, src).is_err() {
             // SAFETY: `src` is the arena's source (the caller).
             unsafe { self.release_spares(src) };
         }
-        self.check_limit(more)?;
+        self.check_limit(more, src)?;
         self.backing_call.run(|| src.allocate_large(block, growing))
     }
 
@@ -121,10 +129,15 @@ impl RawArena {
             // SAFETY: forwarded from the caller.
             return unsafe { self.release_large(b, src) };
         }
+        let Some(kept) = src.kept() else {
+            // Nothing is kept on this source: the block goes back at once.
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.release_large(b, src) };
+        };
         let size = b.layout().size();
         // SAFETY: forwarded from the caller.
         unsafe { self.make_room(size, size, src) };
-        if let Some(b) = self.spares.offer(b, self.large.bytes()) {
+        if let Some(b) = kept.offer(b, self.large.bytes()) {
             // SAFETY: forwarded from the caller.
             unsafe { self.release_large(b, src) };
         }
@@ -136,7 +149,8 @@ impl RawArena {
     /// # Safety
     /// `src` is the arena's source.
     unsafe fn make_room<S: ChunkSource + ?Sized>(&self, more: usize, below: usize, src: &S) {
-        while let Some(b) = self.spares.make_room(self.large.bytes(), more, below) {
+        let Some(kept) = src.kept() else { return };
+        while let Some(b) = kept.make_room(self.large.bytes(), more, below) {
             // SAFETY: a kept block (not in use), unlinked just now, from `src`.
             unsafe { self.release_large(b, src) };
         }
@@ -168,12 +182,17 @@ impl RawArena {
             // SAFETY: unlinked just now; no block is used again (the caller).
             unsafe { self.retire_large(b, src) };
         }
-        self.spares.retire(&self.large);
-        while let Some(b) = self.spares.surplus() {
+        let Some(kept) = src.kept() else {
+            // Nothing is kept on this source: the blocks go back.
+            // SAFETY: no block is used again (the caller); `src` is the arena's source.
+            return unsafe { self.release_large_since(0, src) };
+        };
+        kept.retire(&self.large);
+        while let Some(b) = kept.surplus() {
             // SAFETY: a kept block, unlinked just now, from `src`.
             unsafe { self.release_large(b, src) };
         }
-        self.spares.settle();
+        kept.settle();
     }
 
     /// Gives every kept large block back.
@@ -181,7 +200,8 @@ impl RawArena {
     /// # Safety
     /// `src` is the arena's source.
     pub(crate) unsafe fn release_spares<S: ChunkSource + ?Sized>(&self, src: &S) {
-        while let Some(b) = self.spares.pop() {
+        let Some(kept) = src.kept() else { return };
+        while let Some(b) = kept.pop() {
             // SAFETY: a kept block (not in use), unlinked just now, from `src`.
             unsafe { self.release_large(b, src) };
         }
@@ -203,7 +223,7 @@ impl RawArena {
     ) {
         match self.large.find(p, layout.align()) {
             Some(b) => {
-                self.note_large();
+                self.note_large(src);
                 self.large.unlink(b);
                 // SAFETY: the caller's block, not used again.
                 unsafe { self.retire_large(b, src) };

@@ -117,7 +117,11 @@ impl RawArena {
     /// No block of this arena is used again, and `src` is the arena's source.
     #[inline]
     pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
-        if !self.spares.idle() {
+        // With nothing kept on `src` (never so for an `Arena`), any large block in use goes.
+        if src
+            .kept()
+            .map_or(self.large.newest().is_some(), |k| !k.idle())
+        {
             // SAFETY: forwarded from the caller.
             unsafe { self.retire_all_large(src) };
         }
@@ -232,7 +236,7 @@ impl RawArena {
                 // Should the backing allocator or the limit refuse the chunk, the arena holds
                 // none, as a new one, and takes chunks again as it allocates.
                 if let Some(c) = chunk_size_for_capacity(capacity)
-                    .filter(|&(size, _)| self.check_limit(size).is_ok())
+                    .filter(|&(size, _)| self.check_limit(size, src).is_ok())
                     .and_then(|(size, nominal)| self.take_block(size, nominal, src).ok())
                 {
                     self.set_current(c);

@@ -251,12 +251,12 @@ impl RawArena {
                 slack,
                 own: false,
                 plan: if planned { self.plan.get() } else { 0 },
-                limit: self.budget().headroom(),
+                limit: self.budget(src).headroom(),
             })
         };
         let (mut size, mut nominal) = match sized() {
             // Large blocks kept for reuse never make a request fail at the limit: they go back.
-            Err(Failure::LimitReached { .. }) if self.spares.count() != 0 => {
+            Err(Failure::LimitReached { .. }) if src.kept().is_some_and(|k| k.count() != 0) => {
                 // SAFETY: `src` is the arena's source (the caller).
                 unsafe { self.release_spares(src) };
                 sized()?
@@ -364,7 +364,7 @@ impl RawArena {
             return Ok(());
         }
         let (size, nominal) = chunk_size_for_capacity(capacity).ok_or(Failure::CapacityOverflow)?;
-        self.budget().admit(size)?;
+        self.budget(src).admit(size)?;
         let c = self.take_block(size, nominal, src)?;
         self.set_current(c);
         self.reserved.set(c.capacity());
