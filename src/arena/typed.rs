@@ -801,7 +801,8 @@ pub(crate) fn slice_from_iter<T, C: Core + ?Sized>(
     }
 }
 
-/// Formatted text.
+/// Formatted text. Inlined into each `alloc_fmt`, whose only work it is.
+#[inline(always)]
 pub(crate) fn format<C: Core + ?Sized>(
     core: &C,
     args: fmt::Arguments<'_>,
