@@ -5,9 +5,39 @@
 
 mod common;
 
-use arena_pool::allocator_api2::alloc::Layout;
-use arena_pool::{Arena, Pool, SyncArena, TypedPool};
+use std::alloc::{GlobalAlloc, System};
+use std::cell::Cell;
+
+use arena_pool::allocator_api2::alloc::{Global, Layout};
+use arena_pool::{Arena, Pool, SyncArena, SyncPool, TypedPool};
 use common::Counting;
+
+/// The system allocator, refusing on this thread any request above the cap a test sets: the
+/// state a constructor takes from the global allocator (a `SyncPool`'s shards) can then fail.
+struct Capped;
+
+thread_local! {
+    static CAP: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+// SAFETY: every request is forwarded to `System` unchanged, or refused with a null pointer.
+unsafe impl GlobalAlloc for Capped {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.size() > CAP.with(Cell::get) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: forwarded from the caller (the block came from `System`).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Capped = Capped;
 
 /// More than any machine has, yet a valid layout for most of these (the backing allocator, not
 /// the size arithmetic, refuses it).
@@ -42,6 +72,28 @@ fn try_constructors_refuse_what_cannot_be_had() {
     assert!(pool.as_pool().capacity() >= 100);
     let arena = SyncArena::try_with_capacity(4096).unwrap();
     assert!(arena.chunk_capacity() >= 4096);
+}
+
+#[test]
+fn a_sync_pool_that_cannot_have_its_shards_says_so() {
+    // 65 536 shards of 128 bytes: 8 MiB of shards, above the cap; the backing allocator is
+    // dropped, nothing is held.
+    let backing = Counting::default();
+    CAP.with(|c| c.set(1 << 20));
+    let refused = SyncPool::try_with_shards_in(Layout::new::<u64>(), 1 << 16, &backing);
+    let small = SyncPool::try_with_shards_in(Layout::new::<u64>(), 4, &backing);
+    CAP.with(|c| c.set(usize::MAX));
+    assert!(refused.is_err());
+    let small = small.unwrap();
+    assert_eq!(small.shard_count(), 4);
+    assert_eq!(backing.allocs.get(), 0);
+    // The plain forms and the default shard count work as before.
+    let pool = SyncPool::try_new(Layout::new::<[u8; 24]>()).unwrap();
+    assert_eq!(pool.slot_size(), 24);
+    let b = pool.alloc([1u8; 24]);
+    assert_eq!(b[23], 1);
+    drop(b);
+    assert!(SyncPool::try_new_in(Layout::new::<u32>(), Global).is_ok());
 }
 
 #[test]

@@ -56,14 +56,15 @@ use crate::pool::{Pool, PoolStats, SlotShape, relocate, resize_in_place};
 /// assert_eq!(pool.stats().in_use, 0);
 /// ```
 pub struct SyncPool<A: Allocator = Global> {
-    /// Owned (made by `Box::into_raw`, freed in `Drop`); a raw pointer because the shards' pools
-    /// point at the backing allocator inside it.
+    /// Owned (allocated as a `Box` would be, freed in `Drop` as one); a raw pointer because the
+    /// shards' pools point at the backing allocator inside it.
     shared: NonNull<Shared<A>>,
 }
 
 struct Shared<A: Allocator> {
     // Dropped first: the pools give their slabs back through `alloc`.
-    shards: Box<[Shard<A>]>,
+    // A `Vec` (of exactly its capacity), so that a fallible constructor never reallocates it.
+    shards: Vec<Shard<A>>,
     /// `shards.len() - 1` (a power of two minus one).
     mask: usize,
     slot_layout: Layout,
@@ -149,9 +150,26 @@ unsafe impl<A: Allocator + Send + Sync> Send for SyncPool<A> {}
 
 impl SyncPool {
     /// A pool of slots for `layout` on the global allocator.
+    ///
+    /// # Panics
+    /// Calls `handle_alloc_error` when its shards cannot be allocated; [`try_new`](Self::try_new)
+    /// returns the error instead.
     #[must_use]
     pub fn new(layout: Layout) -> SyncPool {
         SyncPool::new_in(layout, Global)
+    }
+
+    /// [`new`](Self::new), with `Err` when the pool's own state (its shards, from the global
+    /// allocator) cannot be allocated.
+    ///
+    /// ```
+    /// use core::alloc::Layout;
+    ///
+    /// let pool = arena_pool::SyncPool::try_new(Layout::new::<u64>()).unwrap();
+    /// assert_eq!(pool.slot_size(), 8);
+    /// ```
+    pub fn try_new(layout: Layout) -> Result<SyncPool, AllocError> {
+        SyncPool::try_new_in(layout, Global)
     }
 
     /// A pool of slots for `T`.
@@ -180,43 +198,101 @@ impl<A: Allocator> SyncPool<A> {
     ///   slab in the shard being refilled is refused (`Err(AllocError)`); every other nested call
     ///   (a free, an allocation from a free slot, a layout that goes to `alloc`, the statistics)
     ///   is served, never a deadlock.
+    ///
+    /// # Panics
+    /// Calls `handle_alloc_error` when its shards cannot be allocated (from the global
+    /// allocator); [`try_new_in`](Self::try_new_in) returns the error instead.
     pub fn new_in(layout: Layout, alloc: A) -> SyncPool<A> {
         SyncPool::with_shards_in(layout, default_shards(), alloc)
     }
 
+    /// [`new_in`](Self::new_in), with `Err` when the pool's own state (its shards, from the
+    /// global allocator) cannot be allocated; `alloc` is dropped then.
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::alloc::Global;
+    /// use core::alloc::Layout;
+    ///
+    /// let pool = arena_pool::SyncPool::try_new_in(Layout::new::<[u8; 48]>(), Global).unwrap();
+    /// assert_eq!(pool.slot_size(), 48);
+    /// ```
+    pub fn try_new_in(layout: Layout, alloc: A) -> Result<SyncPool<A>, AllocError> {
+        SyncPool::try_with_shards_in(layout, default_shards(), alloc)
+    }
+
     /// Like [`new_in`](SyncPool::new_in) with `shards` shards (rounded up to a power of two,
-    /// at least 1). One shard is a single lock around a [`Pool`].
+    /// at least 1, at most 65 536). One shard is a single lock around a [`Pool`], on 128 bytes
+    /// of its own.
+    ///
+    /// # Panics
+    /// Calls `handle_alloc_error` when the shards cannot be allocated (from the global
+    /// allocator); [`try_with_shards_in`](Self::try_with_shards_in) returns the error instead.
     pub fn with_shards_in(layout: Layout, shards: usize, alloc: A) -> SyncPool<A> {
+        SyncPool::build(layout, shards, alloc)
+            .unwrap_or_else(|state| alloc::alloc::handle_alloc_error(state))
+    }
+
+    /// [`with_shards_in`](Self::with_shards_in), with `Err` when the shards cannot be
+    /// allocated; `alloc` is dropped then.
+    ///
+    /// ```
+    /// use arena_pool::allocator_api2::alloc::Global;
+    /// use core::alloc::Layout;
+    ///
+    /// let pool = arena_pool::SyncPool::try_with_shards_in(Layout::new::<u32>(), 3, Global);
+    /// assert_eq!(pool.unwrap().shard_count(), 4);
+    /// ```
+    pub fn try_with_shards_in(
+        layout: Layout,
+        shards: usize,
+        alloc: A,
+    ) -> Result<SyncPool<A>, AllocError> {
+        SyncPool::build(layout, shards, alloc).map_err(|_| AllocError)
+    }
+
+    /// The pool with `shards` shards; on failure, the layout of the state that could not be
+    /// allocated (nothing is held then).
+    fn build(layout: Layout, shards: usize, alloc: A) -> Result<SyncPool<A>, Layout> {
         let n = shards.clamp(1, 1 << 16).next_power_of_two();
-        let shared = Box::new(Shared {
-            shards: Box::new([]),
-            mask: n - 1,
-            slot_layout: layout,
-            shape: SlotShape::for_layout(layout),
-            fallback: AtomicUsize::new(0),
-            strict: AtomicBool::new(false),
-            alloc,
-        });
-        // Valid until the box is freed in `Drop`, after the shards.
-        let shared = NonNull::from(Box::leak(shared));
-        let shards: Vec<Shard<A>> = (0..n)
-            .map(|shard| {
-                Shard(ReentrantLock::new(Pool::new_in(
-                    layout,
-                    Backing {
-                        shared,
-                        shard,
-                        exclusive: Cell::new(false),
-                    },
-                )))
-            })
-            .collect();
+        let mut slots: Vec<Shard<A>> = Vec::new();
+        slots
+            .try_reserve_exact(n)
+            .map_err(|_| Layout::array::<Shard<A>>(n).unwrap_or(Layout::new::<Shard<A>>()))?;
+        let state = Layout::new::<Shared<A>>();
+        // SAFETY: `Shared` is not zero-sized (it has a `Layout` field, among others).
+        let raw = unsafe { alloc::alloc::alloc(state) }.cast::<Shared<A>>();
+        // Valid until it is freed in `Drop` (as a `Box`: the global allocator, this layout),
+        // after the shards.
+        let shared = NonNull::new(raw).ok_or(state)?;
+        // SAFETY: a fresh block for one `Shared`, written whole before any use.
+        unsafe {
+            shared.as_ptr().write(Shared {
+                shards: Vec::new(),
+                mask: n - 1,
+                slot_layout: layout,
+                shape: SlotShape::for_layout(layout),
+                fallback: AtomicUsize::new(0),
+                strict: AtomicBool::new(false),
+                alloc,
+            });
+        }
+        // Within the capacity reserved above: no allocation.
+        slots.extend((0..n).map(|shard| {
+            Shard(ReentrantLock::new(Pool::new_in(
+                layout,
+                Backing {
+                    shared,
+                    shard,
+                    exclusive: Cell::new(false),
+                },
+            )))
+        }));
         // SAFETY: nothing else refers to this field yet; it is written through the raw pointer,
         // without a reference to the whole `Shared` (whose `alloc` the pools point at).
         unsafe {
-            (*shared.as_ptr()).shards = shards.into_boxed_slice();
+            (*shared.as_ptr()).shards = slots;
         }
-        SyncPool { shared }
+        Ok(SyncPool { shared })
     }
 
     fn shared(&self) -> &Shared<A> {
@@ -555,8 +631,9 @@ impl<A: Allocator> Drop for SyncPool<A> {
         struct FreeShared<A: Allocator>(*mut Shared<A>);
         impl<A: Allocator> Drop for FreeShared<A> {
             fn drop(&mut self) {
-                // SAFETY: made by `Box::leak` in the constructor and freed only here, once the
-                // shards are dropped (see below).
+                // SAFETY: allocated in the constructor from the global allocator with `Shared`'s
+                // layout (as a `Box` is), and freed only here, once the shards are dropped (see
+                // below).
                 drop(unsafe { Box::from_raw(self.0) });
             }
         }
@@ -564,7 +641,7 @@ impl<A: Allocator> Drop for SyncPool<A> {
         // The shards first, through the raw pointer: their pools give their slabs back through
         // `Backing` pointers to `alloc`, which a `Box` of the whole `Shared` would invalidate.
         // SAFETY: `shared` is valid and ours; the field is replaced, never dropped twice.
-        let shards = unsafe { ptr::replace(&raw mut (*shared.0).shards, Box::new([])) };
+        let shards = unsafe { ptr::replace(&raw mut (*shared.0).shards, Vec::new()) };
         // A shard's pool that unwinds here has given back what it could; the slice's drop still
         // drops the other shards and frees the box before `shared` frees the `Shared` in the
         // unwind, so no `Backing` pointer is left when it does.
