@@ -264,17 +264,15 @@ impl Large {
     }
 }
 
-/// The large blocks of an arena, newest first, with their totals.
+/// The large blocks of an arena, newest first, with their bytes (the total the limit and the
+/// allowance read on every large request; the count and the data bytes, for the statistics,
+/// are walked: the lists are short, and every arena carries the state).
 pub(crate) struct LargeList {
     newest: Cell<Option<Large>>,
     /// The sequence number of the next block made.
     next_seq: Cell<u64>,
-    /// Blocks held.
-    count: Cell<usize>,
     /// Bytes of the blocks (their layouts' sizes).
     bytes: Cell<usize>,
-    /// Bytes of their data.
-    data: Cell<usize>,
 }
 
 impl LargeList {
@@ -282,15 +280,18 @@ impl LargeList {
         LargeList {
             newest: Cell::new(None),
             next_seq: Cell::new(0),
-            count: Cell::new(0),
             bytes: Cell::new(0),
-            data: Cell::new(0),
         }
     }
 
-    /// Blocks held.
+    /// Whether the list holds no block.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.newest.get().is_none()
+    }
+
+    /// Blocks held (walked).
     pub(crate) fn count(&self) -> usize {
-        self.count.get()
+        self.blocks().count()
     }
 
     /// Bytes held (whole blocks).
@@ -298,9 +299,9 @@ impl LargeList {
         self.bytes.get()
     }
 
-    /// Bytes of data held.
+    /// Bytes of data held (walked).
     pub(crate) fn data_bytes(&self) -> usize {
-        self.data.get()
+        self.blocks().map(Large::data_size).sum()
     }
 
     /// The sequence number the next block will get: blocks made from now on have at least this
@@ -347,9 +348,7 @@ impl LargeList {
     }
 
     fn count_in(&self, block: Large) {
-        self.count.set(self.count.get() + 1);
         self.bytes.set(self.bytes.get() + block.layout().size());
-        self.data.set(self.data.get() + block.data_size());
     }
 
     /// Links `new`, a fresh block that took over the data of `old` (unlinked), where `old` was:
@@ -371,9 +370,7 @@ impl LargeList {
         }
         block.set_newer(None);
         block.set_older(None);
-        self.count.set(self.count.get() - 1);
         self.bytes.set(self.bytes.get() - block.layout().size());
-        self.data.set(self.data.get() - block.data_size());
     }
 
     /// The block whose data starts at `p`'s address, if one of the list's does, with the list's

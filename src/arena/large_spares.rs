@@ -64,9 +64,14 @@ impl Spares {
         }
     }
 
-    /// Blocks kept.
+    /// Blocks kept (walked).
     pub(crate) fn count(&self) -> usize {
         self.list.count()
+    }
+
+    /// Whether no block is kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
     }
 
     /// Bytes of the blocks kept (whole blocks).
@@ -185,7 +190,7 @@ impl Spares {
     pub(crate) fn settle(&self) {
         self.settled.set(self.list.mark());
         self.active
-            .set(self.list.count() != 0 || self.needs.get() != [0; WINDOW]);
+            .set(!self.list.is_empty() || self.needs.get() != [0; WINDOW]);
     }
 
     /// Takes any kept block out of the list (to give them all back: `trim`, drop, or a request

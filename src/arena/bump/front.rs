@@ -272,7 +272,7 @@ impl<S: ChunkSource + ?Sized> Front for RawFront<'_, S> {
     }
 
     fn has_kept(&self) -> bool {
-        self.src.kept().is_some_and(|k| k.count() != 0)
+        self.src.kept().is_some_and(|k| !k.is_empty())
     }
 
     fn take_kept(&self, block: Layout) -> Option<Large> {

@@ -256,7 +256,7 @@ impl RawArena {
         };
         let (mut size, mut nominal) = match sized() {
             // Large blocks kept for reuse never make a request fail at the limit: they go back.
-            Err(Failure::LimitReached { .. }) if src.kept().is_some_and(|k| k.count() != 0) => {
+            Err(Failure::LimitReached { .. }) if src.kept().is_some_and(|k| !k.is_empty()) => {
                 // SAFETY: `src` is the arena's source (the caller).
                 unsafe { self.release_spares(src) };
                 sized()?

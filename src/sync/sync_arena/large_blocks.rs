@@ -120,7 +120,7 @@ impl<A: Allocator> SyncArena<A> {
     fn take_new_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
         self.make_room(block.size());
         match Front::take_large(self, block) {
-            Err(Failure::LimitReached { .. }) if self.chunks.lock().kept.count() != 0 => {
+            Err(Failure::LimitReached { .. }) if !self.chunks.lock().kept.is_empty() => {
                 self.free_kept();
                 Front::take_large(self, block)
             }
@@ -181,7 +181,7 @@ impl<A: Allocator> SyncArena<A> {
     #[inline]
     pub(super) fn retire_all_large(&mut self) {
         let chunks = self.chunks.get_mut();
-        if chunks.large.count() != 0 || !chunks.kept.idle() {
+        if !chunks.large.is_empty() || !chunks.kept.idle() {
             self.retire_all_large_slow();
         }
     }
@@ -268,7 +268,7 @@ impl<A: Allocator> SyncArena<A> {
 
     /// Takes over a dropped handle's large blocks: they live until reset or drop.
     pub(crate) fn adopt_large(&self, list: &LargeList) {
-        if list.count() != 0 {
+        if !list.is_empty() {
             self.chunks.lock().large.adopt(list);
         }
     }
@@ -386,7 +386,7 @@ impl<A: Allocator> Front for SyncArena<A> {
     }
 
     fn has_kept(&self) -> bool {
-        self.chunks.lock().kept.count() != 0
+        !self.chunks.lock().kept.is_empty()
     }
 
     fn take_kept(&self, block: Layout) -> Option<Large> {
