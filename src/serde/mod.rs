@@ -127,7 +127,8 @@
 //! this feature turns on. allocator-api2's `Vec` and `Box` serialize through allocator-api2's
 //! own `serde` feature; this feature leaves it off, because it turns on serde's `std` and so
 //! would break `no_std` builds: with `std`, add `allocator-api2 = { version = "0.2", features =
-//! ["serde"] }` to your `Cargo.toml` (in `no_std`, serialize `vec.as_slice()`).
+//! ["serde"] }` to your `Cargo.toml` (in `no_std`, or with this crate's `nightly` feature, where
+//! the `Vec` is std's and serde serializes it in `Global` only, serialize `vec.as_slice()`).
 //! `&str` and `&[T]` are serde's own.
 
 mod field;
@@ -285,6 +286,7 @@ fn overflowed<E: de::Error>() -> E {
 }
 
 /// The error for a failed `try_reserve` of allocator-api2's collections.
+#[cfg(not(feature = "nightly"))]
 fn reserve_failed<E: de::Error>(e: allocator_api2::collections::TryReserveError) -> E {
     match e.kind() {
         allocator_api2::collections::TryReserveErrorKind::AllocError { layout, .. } => {
@@ -292,6 +294,16 @@ fn reserve_failed<E: de::Error>(e: allocator_api2::collections::TryReserveError)
         }
         allocator_api2::collections::TryReserveErrorKind::CapacityOverflow => overflowed(),
     }
+}
+
+/// The error for a failed `try_reserve` of allocator-api2's collections. With `nightly` the error
+/// is std's, whose `kind()` (the refused size) is unstable: the message does without it.
+#[cfg(feature = "nightly")]
+fn reserve_failed<E: de::Error>(_: allocator_api2::collections::TryReserveError) -> E {
+    E::custom(
+        "arena-pool: the allocator refused a collection's block while deserializing \
+         (allocation limit reached, or out of memory), or its capacity overflowed",
+    )
 }
 
 /// How many elements to reserve for a sequence or map whose input announced `hint`: at most
