@@ -130,6 +130,21 @@ fn memory_goes_to_the_arena_and_reset_takes_it_back() {
         arena.reset();
         assert_eq!(arena.used_bytes(), 0);
     }
+    // Plain values: the buffer is the arena's last block and grows in place, taking no more
+    // than its capacity.
+    let numbers = format!(
+        "[{}]",
+        (0..1000)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    {
+        let v: Vec<u64, _> = from_json(&numbers, &arena).unwrap();
+        assert_eq!(v.len(), 1000);
+        assert_eq!(arena.used_bytes(), v.capacity() * 8);
+    }
+    arena.reset();
     // Every byte came through the arena: the chunks it took are all that was taken.
     assert!(backing.allocs.get() >= 1);
     drop(arena);

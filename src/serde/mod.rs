@@ -118,8 +118,15 @@
 //! [panic at its limit](crate::Arena::set_panic_on_limit) panics, as it was told to.) What was
 //! built before the error is dropped: its blocks go back to the allocator (in an arena, they stay
 //! used until the reset, as any freed block that is not the last one). A length announced by the
-//! input (a `size_hint`) is trusted only up to 1 MiB of elements, so a lying length cannot make
-//! one huge request.
+//! input (a `size_hint`) is reserved only up to 1 MiB, so a lying length cannot make one huge
+//! request.
+//!
+//! # Memory in an arena
+//! A sequence's length is rarely known ahead (JSON does not give it): a `Vec` grows as its
+//! elements are read, and in an arena, once an element with memory of its own (a string) is
+//! placed after the buffer, the buffer moves when it grows and the old one stays used until the
+//! reset, up to about as much again as the final buffer. A `Vec` of plain values (numbers) is the
+//! arena's last block and grows in place.
 //!
 //! # Serializing
 //! [`collections::String`](crate::collections::String) serializes as a string, [`Plain<T>`] as
@@ -153,6 +160,11 @@ pub use plain::Plain;
 /// `'de` is the deserializer's input lifetime, as in `Deserialize<'de>`; the values built here
 /// never borrow from it (text is copied into `A`). Container impls take `A: Clone` and pass a
 /// clone to every element, so elements deserialize in the same allocator.
+///
+/// There is no impl for every `Deserialize` type: it would overlap with the impls for
+/// allocator-api2's `Vec` and `Box` and hashbrown's maps, which have `Deserialize` impls of their
+/// own (in `A::default()`). The primitives have impls here, and any other `Deserialize` type goes
+/// in a [`Plain<T>`].
 ///
 /// ```
 /// use arena_pool::{Arena, SizeClassPool};
