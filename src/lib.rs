@@ -21,6 +21,8 @@ mod error;
 mod pool;
 pub mod prelude;
 mod reentry;
+#[cfg(feature = "serde")]
+pub mod serde;
 mod sharing;
 #[cfg(feature = "std")]
 mod sync;

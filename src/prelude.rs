@@ -19,3 +19,5 @@ pub use crate::BumpAlloc;
 pub use crate::collections::CollectIn;
 pub use crate::collections::FromIteratorIn;
 pub use crate::collections::TryFromIteratorIn;
+#[cfg(feature = "serde")]
+pub use crate::serde::DeserializeIn;
