@@ -2,12 +2,11 @@
 //! chunk's cursor; taking a new chunk happens under a lock.
 
 use core::fmt;
-use core::ptr::{self, NonNull};
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
-use self::shared_chunk::{Chunks, EXTRA_HEADER, SharedChunk, SharedHeader, free_chunk};
-use super::shim::{AtomicPtr, Mutex, Ordering};
+use self::shared_chunk::{Chunks, Current, EXTRA_HEADER, SharedChunk, free_chunk};
+use super::shim::{Mutex, Ordering};
 use crate::arena::Spares;
 use crate::arena::{ArenaStats, Checkpoint, LargeList, Position, Recent, chunk_size_for_capacity};
 use crate::error::Failure;
@@ -62,7 +61,7 @@ pub(crate) use self::reset::SharedCheckpoint;
 pub struct SyncArena<A: Allocator = Global> {
     /// The chunk being bumped (null before the first one). Stored with Release after the chunk's
     /// header is written, loaded with Acquire.
-    current: AtomicPtr<SharedHeader>,
+    current: Current,
     chunks: Mutex<Chunks>,
     alloc: A,
 }
@@ -122,7 +121,7 @@ impl<A: Allocator> SyncArena<A> {
     /// handle* that needs a new piece is refused (as for [`Arena::new_in`](crate::Arena::new_in)).
     pub fn new_in(alloc: A) -> SyncArena<A> {
         SyncArena {
-            current: AtomicPtr::new(ptr::null_mut()),
+            current: Current::new(),
             chunks: Mutex::new(Chunks {
                 used: None,
                 spares: None,
@@ -180,7 +179,7 @@ impl<A: Allocator> SyncArena<A> {
         chunks.record(size, nominal);
         chunks.reserved = c.capacity();
         chunks.used = Some(c);
-        arena.current.store(c.0.as_ptr(), Ordering::Release);
+        arena.current.set(Some(c), Ordering::Release);
         Ok(arena)
     }
 
@@ -395,7 +394,7 @@ impl<A: Allocator> SyncArena<A> {
             chunks.held -= c.size();
             chunks.count -= 1;
             debug_assert!(chunks.probe.is_none_or(|p| p.chunk != c));
-            debug_assert_ne!(self.current.load(Ordering::Relaxed), c.0.as_ptr());
+            debug_assert!(!self.current.is(c, Ordering::Relaxed));
             // SAFETY: a spare (or, in drop, any chunk) holds no live block, `&mut self` proves no
             // thread uses it, and it is unlinked and uncounted: nothing in the arena refers to it.
             unsafe { free_chunk(&self.alloc, c) };
@@ -411,7 +410,7 @@ impl<A: Allocator> SyncArena<A> {
             used_bytes += x.used();
             c = x.next();
         }
-        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk);
+        let current = self.current.get(Ordering::Acquire);
         ArenaStats {
             chunks: chunks.count,
             large_blocks: chunks.large_count,
@@ -455,7 +454,7 @@ impl<A: Allocator> SyncArena<A> {
     /// assert_eq!((arena.chunk_capacity(), arena.stats().chunks), (0, 1));
     /// ```
     pub fn chunk_capacity(&self) -> usize {
-        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk);
+        let current = self.current.get(Ordering::Acquire);
         current.map_or(0, |c| c.capacity() - c.used())
     }
 }
@@ -500,7 +499,7 @@ impl<A: Allocator> Drop for SyncArena<A> {
         self.free_all_large();
         self.free_kept();
         // No block is used again: every chunk goes back, the current one no longer current.
-        self.current.store(ptr::null_mut(), Ordering::Relaxed);
+        self.current.set(None, Ordering::Relaxed);
         self.chunks.get_mut().probe = None;
         self.free_list(|chunks| &mut chunks.used);
         self.free_list(|chunks| &mut chunks.spares);

@@ -143,7 +143,7 @@ impl<A: Allocator> SyncArena<A> {
         let is_last =
             |c: SharedChunk| p.checked_add(old.size()) == Some(c.cursor().load(Ordering::Relaxed));
         // Without the lock first: a probe is rare, and only the cycle after a reset has one.
-        let current = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk);
+        let current = self.current.get(Ordering::Acquire);
         if !current.is_some_and(|c| c.probed() && is_last(c)) {
             return false;
         }
@@ -202,7 +202,7 @@ impl<A: Allocator> SyncArena<A> {
     /// The chunk being bumped, if any.
     #[inline(always)]
     pub(super) fn current_chunk(&self) -> Option<SharedChunk> {
-        NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk)
+        self.current.get(Ordering::Acquire)
     }
 }
 
@@ -211,7 +211,7 @@ impl<A: Allocator> SyncArena<A> {
 impl<A: Allocator> Core for SyncArena<A> {
     #[inline(always)]
     fn core_bump(&self, layout: Layout) -> Option<NonNull<u8>> {
-        NonNull::new(self.current.load(Ordering::Acquire)).and_then(|c| SharedChunk(c).bump(layout))
+        self.current.with(Ordering::Acquire, |c| c.bump(layout))
     }
 
     #[inline(always)]

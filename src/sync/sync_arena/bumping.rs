@@ -47,10 +47,8 @@ impl<A: Allocator> SyncArena<A> {
     #[inline(always)]
     pub(crate) fn alloc_block(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         if layout.size() != 0 {
-            if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
-                if let Some(p) = SharedChunk(c).bump(layout) {
-                    return Ok(p);
-                }
+            if let Some(p) = self.current.with(Ordering::Acquire, |c| c.bump(layout)) {
+                return Ok(p);
             }
         }
         self.alloc_slow(layout)
@@ -65,10 +63,8 @@ impl<A: Allocator> SyncArena<A> {
         if layout.size().wrapping_sub(1) >= LARGE_THRESHOLD - 1 {
             return self.allocator_empty_or_large(layout);
         }
-        if let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)) {
-            if let Some(p) = SharedChunk(c).bump(layout) {
-                return Ok(p);
-            }
+        if let Some(p) = self.current.with(Ordering::Acquire, |c| c.bump(layout)) {
+            return Ok(p);
         }
         self.alloc_slow(layout)
     }
@@ -305,7 +301,7 @@ impl<A: Allocator> SyncArena<A> {
         };
         let c = probe.chunk;
         // Relaxed is enough: `current` is only stored under the lock, which the caller holds.
-        if self.current.load(Ordering::Relaxed) != c.0.as_ptr() || !c.probed() {
+        if !self.current.is(c, Ordering::Relaxed) || !c.probed() {
             return false;
         }
         let Some(wanted) = wanted(c).filter(|&w| w <= c.capacity()) else {
@@ -322,7 +318,7 @@ impl<A: Allocator> SyncArena<A> {
     /// Bumps the current chunk; only under the lock (where `current` does not change).
     fn bump_current(&self, layout: Layout) -> Option<NonNull<u8>> {
         // Relaxed is enough: `current` is only stored under the lock, which the caller holds.
-        NonNull::new(self.current.load(Ordering::Relaxed)).and_then(|c| SharedChunk(c).bump(layout))
+        self.current.with(Ordering::Relaxed, |c| c.bump(layout))
     }
 
     /// Makes `c`, a chunk no other thread sees yet, the current one, with `layout` bumped in it.
@@ -338,7 +334,7 @@ impl<A: Allocator> SyncArena<A> {
         // sized for the layout, so this does not fail; if it did, the chunk stays held.)
         let p = c.bump(layout).ok_or(Failure::CapacityOverflow)?;
         // Release: the header written above is visible to every thread that loads `c`.
-        self.current.store(c.0.as_ptr(), Ordering::Release);
+        self.current.set(Some(c), Ordering::Release);
         Ok(p)
     }
 
@@ -410,23 +406,28 @@ impl<A: Allocator> SyncArena<A> {
         }
         // Succeeds only when `to` is the cursor, which proves `[from, to)` lies in this chunk
         // (chunks do not overlap, and the cursor is inside its own chunk).
-        NonNull::new(self.current.load(Ordering::Acquire))
-            .is_some_and(|c| SharedChunk(c).move_cursor(to.addr().get(), from.addr().get()))
+        self.current
+            .with(Ordering::Acquire, |c| {
+                c.move_cursor(to.addr().get(), from.addr().get())
+                    .then_some(())
+            })
+            .is_some()
     }
 
     /// In-place growth of the last block `[p, p + old)` to `new_size`, if it is the last block of
     /// the current chunk and the chunk has room.
     #[inline(always)]
     pub(super) fn grow_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
-        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
-            return false;
-        };
         // `p + old` ends the caller's block, so it does not overflow; `p + new_size` may.
         let from = p.addr().get() + old;
         let Some(to) = p.addr().get().checked_add(new_size) else {
             return false;
         };
-        to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(from, to)
+        self.current
+            .with(Ordering::Acquire, |c| {
+                (to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(from, to)).then_some(())
+            })
+            .is_some()
     }
 
     /// In-place shrink of the last block `[p, p + old)` to `new_size <= old`, if it is the last
@@ -434,12 +435,11 @@ impl<A: Allocator> SyncArena<A> {
     #[inline(always)]
     pub(super) fn shrink_last(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
         debug_assert!(new_size <= old);
-        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
-            return false;
-        };
         // `p + old` ends the caller's block, so neither sum overflows.
         let (from, to) = (p.addr().get() + old, p.addr().get() + new_size);
-        c.move_cursor(from, to)
+        self.current
+            .with(Ordering::Acquire, |c| c.move_cursor(from, to).then_some(()))
+            .is_some()
     }
 }
 
@@ -453,7 +453,7 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
 
     /// The room a piece (`CHUNK_ALIGN`-aligned) has in the current chunk, up to its limit.
     fn spare_room(&self) -> usize {
-        let Some(c) = NonNull::new(self.current.load(Ordering::Acquire)).map(SharedChunk) else {
+        let Some(c) = self.current.get(Ordering::Acquire) else {
             return 0;
         };
         // Relaxed, as in `bump`: a stale value only makes the hint wrong, and a piece that does

@@ -2,8 +2,6 @@
 //! `crate::arena::retention` plans it) and the return to a saved position of the shared path
 //! ([`SharedCheckpoint`]) behind `reset_to` and the scopes.
 
-use core::ptr;
-
 use allocator_api2::alloc::Allocator;
 
 use super::SyncArena;
@@ -84,7 +82,7 @@ impl<A: Allocator> SyncArena<A> {
         }
         let Some(keep) = largest else {
             chunks.recent.record(now);
-            self.current.store(ptr::null_mut(), Ordering::Relaxed);
+            self.current.set(None, Ordering::Relaxed);
             return;
         };
         chunks.plan = 0;
@@ -129,10 +127,7 @@ impl<A: Allocator> SyncArena<A> {
         }
         chunks.used = kept;
         chunks.growth = kept.map_or(0, |k| k.size());
-        self.current.store(
-            kept.map_or(ptr::null_mut(), |k| k.0.as_ptr()),
-            Ordering::Relaxed,
-        );
+        self.current.set(kept, Ordering::Relaxed);
         if reuse {
             // The spares stay for the next cycle; growth starts again from them all.
             let chunks = self.chunks.get_mut();
@@ -164,7 +159,7 @@ impl<A: Allocator> SyncArena<A> {
             chunks.set_probe(k, reached);
         }
         chunks.used = Some(k);
-        self.current.store(k.0.as_ptr(), Ordering::Relaxed);
+        self.current.set(Some(k), Ordering::Relaxed);
     }
 
     /// The shared path's position: the current chunk (the newest in use) and its cursor, and the
@@ -216,10 +211,7 @@ impl<A: Allocator> SyncArena<A> {
             c.cursor().store(cp.cursor, Ordering::Relaxed);
             unpoison_block(c);
         }
-        self.current.store(
-            cp.chunk.map_or(ptr::null_mut(), |c| c.0.as_ptr()),
-            Ordering::Relaxed,
-        );
+        self.current.set(cp.chunk, Ordering::Relaxed);
     }
 }
 
@@ -238,7 +230,6 @@ pub(crate) struct SharedCheckpoint {
 mod tests {
     use super::*;
     use allocator_api2::vec::Vec;
-    use core::ptr::NonNull;
 
     /// A `SyncArena` whose one chunk a reset has kept with a probe: two cycles of a spike of
     /// `spike` bytes in blocks of 32 KiB (the first reset keeps the largest chunk and plans the
@@ -332,9 +323,7 @@ mod tests {
             "{} < {reached}",
             s.chunk_capacity
         );
-        let current = NonNull::new(*arena.current.get_mut())
-            .map(SharedChunk)
-            .unwrap();
+        let current = arena.current.get_mut().unwrap();
         assert!(!current.probed());
     }
 }

@@ -9,7 +9,7 @@ use allocator_api2::alloc::Allocator;
 
 use crate::arena::Spares;
 use crate::arena::{Budget, HEADER_SIZE, LargeList, Recent};
-use crate::sync::shim::{AtomicUsize, Ordering};
+use crate::sync::shim::{AtomicPtr, AtomicUsize, Ordering};
 
 /// The header at the start of every chunk of a [`SyncArena`](super::SyncArena).
 pub(super) struct SharedHeader {
@@ -41,6 +41,107 @@ pub(super) const EXTRA_HEADER: usize = DATA_OFFSET.saturating_sub(HEADER_SIZE);
 // to 104.8 KiB, a cycle's last block spilling into one more chunk).
 #[cfg(not(loom))]
 const _: () = assert!(EXTRA_HEADER == 0);
+
+/// The chunk that threads bump without the lock: a chunk of the arena, or, while it has none, a
+/// header that no request fits. Outside loom that is a static header whose cursor (1) lies above
+/// its limit (0): every bump of it fails its room test, and every compare-and-swap of its cursor
+/// fails (a caller's addresses lie in chunks, never at 1), so the fast paths bump it without a
+/// null test ([`with`](Self::with)). Under loom, whose atomics cannot be built in a static, it is a
+/// null pointer, tested.
+pub(super) struct Current(AtomicPtr<SharedHeader>);
+
+/// The header [`Current`] points at while the arena has no chunk (outside loom).
+#[cfg(not(loom))]
+struct NoChunk(SharedHeader);
+
+// SAFETY: threads reach the header only through `Current::with`, which reads its atomics and
+// attempts compare-and-swaps on its cursor that fail (see `Current`); `size` and `next` are
+// never read or written through it.
+#[cfg(not(loom))]
+unsafe impl Sync for NoChunk {}
+
+#[cfg(not(loom))]
+static NO_CHUNK: NoChunk = NoChunk(SharedHeader {
+    cursor: AtomicUsize::new(1),
+    limit: AtomicUsize::new(0),
+    size: 0,
+    next: None,
+});
+
+impl Current {
+    /// What `Current` holds while there is no chunk.
+    #[inline(always)]
+    fn none() -> *mut SharedHeader {
+        #[cfg(not(loom))]
+        {
+            ptr::from_ref(&NO_CHUNK.0).cast_mut()
+        }
+        #[cfg(loom)]
+        {
+            ptr::null_mut()
+        }
+    }
+
+    /// No chunk yet.
+    #[inline(always)]
+    pub(super) fn new() -> Current {
+        Current(AtomicPtr::new(Current::none()))
+    }
+
+    /// The current chunk, if any.
+    #[inline(always)]
+    pub(super) fn get(&self, order: Ordering) -> Option<SharedChunk> {
+        let p = self.0.load(order);
+        if p == Current::none() {
+            return None;
+        }
+        NonNull::new(p).map(SharedChunk)
+    }
+
+    /// The current chunk of an arena held exclusively.
+    #[cfg(test)]
+    pub(super) fn get_mut(&mut self) -> Option<SharedChunk> {
+        let p = *self.0.get_mut();
+        if p == Current::none() {
+            return None;
+        }
+        NonNull::new(p).map(SharedChunk)
+    }
+
+    /// Makes `c` the current chunk (or none).
+    #[inline]
+    pub(super) fn set(&self, c: Option<SharedChunk>, order: Ordering) {
+        self.0
+            .store(c.map_or(Current::none(), |c| c.0.as_ptr()), order);
+    }
+
+    /// Whether `c` is the current chunk.
+    #[inline]
+    pub(super) fn is(&self, c: SharedChunk, order: Ordering) -> bool {
+        self.0.load(order) == c.0.as_ptr()
+    }
+
+    /// `f` of the current chunk; without a chunk, `f` of the empty header (which fails every
+    /// bump and every compare-and-swap, see [`Current`]), or `None` under loom. For the fast
+    /// paths only: `f` may only bump, or move the cursor from an address of the caller's block.
+    #[inline(always)]
+    pub(super) fn with<R>(
+        &self,
+        order: Ordering,
+        f: impl FnOnce(SharedChunk) -> Option<R>,
+    ) -> Option<R> {
+        let p = self.0.load(order);
+        #[cfg(not(loom))]
+        {
+            // SAFETY: `Current` holds a chunk's header or `NO_CHUNK`'s, never null.
+            f(SharedChunk(unsafe { NonNull::new_unchecked(p) }))
+        }
+        #[cfg(loom)]
+        {
+            NonNull::new(p).and_then(|c| f(SharedChunk(c)))
+        }
+    }
+}
 
 /// A handle to a chunk (the block's own pointer, which carries its provenance).
 ///
