@@ -304,6 +304,16 @@ impl RawArena {
         self.held_total(src)
     }
 
+    /// The chunks in use, for the chunk iteration: the current chunk with its bytes in use, and
+    /// `head`, the oldest (the walk goes from the current chunk back to it through `prev`).
+    /// `None` when no chunk is held.
+    pub(crate) fn chunks_in_use(&self) -> Option<(Chunk, usize, Chunk)> {
+        let cur = self.chunk.get()?;
+        let head = self.head.get()?;
+        let used = cur.used() + (self.ptr.get().addr().get() - cur.start().addr().get());
+        Some((cur, used, head))
+    }
+
     /// Large blocks in use.
     pub(crate) fn large_count(&self) -> usize {
         self.large.count()
@@ -319,8 +329,8 @@ impl RawArena {
         src.kept().map_or((0, 0), |k| (k.count(), k.bytes()))
     }
 
-    /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped).
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped; the
+    /// chunk iteration walks them).
     pub(crate) fn large_list(&self) -> &LargeList {
         &self.large
     }

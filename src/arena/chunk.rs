@@ -257,6 +257,11 @@ impl Chunk {
         Chunk(self.get_next())
     }
 
+    /// The chunk before this one in the ring (itself when it is alone).
+    pub(crate) fn prev(self) -> Chunk {
+        Chunk(self.get_prev())
+    }
+
     /// The layout the block was taken with (its returned length, which the contract allows).
     pub(crate) fn block_layout(self) -> Layout {
         // SAFETY: the block was allocated with alignment CHUNK_ALIGN and this length, so the pair
