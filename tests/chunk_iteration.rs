@@ -1,7 +1,7 @@
 //! Chunk iteration (`iter_allocated_chunks` and its raw form): the bytes yielded are exactly the
 //! bytes written, newest chunk first and in allocation order within a chunk, then the large
 //! blocks; the chunk slices add up to `used_bytes`; spares are never yielded. Across several
-//! chunks, resets, scopes (parked ones too), large blocks, a growing `Vec`, a `LocalArena`'s view.
+//! chunks, resets, scopes (parked ones too), large blocks, a growing `Vec` and `SyncArena`.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use std::mem::MaybeUninit;
@@ -70,6 +70,10 @@ fn an_arena_without_blocks_yields_nothing() {
     assert_eq!(reserved.iter_allocated_chunks().count(), 0);
     // SAFETY: the arena does not change while the iterator lives.
     assert_eq!(unsafe { reserved.iter_allocated_chunks_raw() }.count(), 0);
+    let mut shared = SyncArena::new();
+    assert_eq!(shared.iter_allocated_chunks().count(), 0);
+    let mut shared = SyncArena::with_capacity(1000);
+    assert_eq!(shared.iter_allocated_chunks().count(), 0);
 }
 
 #[test]
@@ -311,6 +315,54 @@ fn large_blocks_come_after_the_chunks_newest_first() {
     assert_eq!(chunks.len(), 1);
     assert!(chunks[0].len() >= again.len());
     assert_eq!(read(&chunks[0][..again.len()]), again);
+}
+
+#[test]
+fn a_sync_arena_yields_its_chunks_and_large_blocks() {
+    let per_thread = if cfg!(miri) { 20 } else { 400 };
+    let mut arena = SyncArena::new();
+    let first = pattern(20, 40);
+    arena.alloc_slice_copy(&first);
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let arena = &arena;
+            s.spawn(move || {
+                let local = arena.local();
+                for i in 0..per_thread {
+                    local.alloc_slice_copy(&pattern(t * 1000 + i, 1 + i % 50));
+                }
+                // A large block of a handle goes to the arena when the handle is dropped.
+                local.alloc_slice_copy(&pattern(30 + t, 70_000));
+            });
+        }
+    });
+    let p: NonNull<u8> = arena
+        .allocate(Layout::from_size_align(96 * 1024, 16).unwrap())
+        .unwrap()
+        .cast();
+    let last = pattern(40, 96 * 1024);
+    // SAFETY: a fresh block of that size.
+    unsafe {
+        p.as_ptr()
+            .copy_from_nonoverlapping(last.as_ptr(), last.len())
+    };
+
+    let stats = arena.stats();
+    assert_eq!(stats.large_blocks, 3);
+    let chunks: Vec<Vec<MaybeUninit<u8>>> =
+        arena.iter_allocated_chunks().map(<[_]>::to_vec).collect();
+    let in_chunks = chunks.len() - 3;
+    assert_eq!(total(&chunks[..in_chunks]), arena.used_bytes());
+    assert_eq!(total(&chunks), arena.used_bytes() + 70_000 * 2 + last.len());
+    // The oldest chunk starts with the first block of the shared path; the newest large block
+    // comes right after the chunks.
+    assert_eq!(read(&chunks[in_chunks - 1][..first.len()]), first);
+    assert_eq!(read(&chunks[in_chunks]), last);
+    let handles: Vec<Vec<u8>> = chunks[in_chunks + 1..].iter().map(|c| read(c)).collect();
+    assert!(handles.contains(&pattern(30, 70_000)) && handles.contains(&pattern(31, 70_000)));
+
+    arena.reset();
+    assert_eq!(arena.iter_allocated_chunks().count(), 0);
 }
 
 #[test]

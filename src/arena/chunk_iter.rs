@@ -1,9 +1,11 @@
 //! Walking the memory an arena has handed out: [`ChunkIter`] and [`ChunkRawIter`], bumpalo's
-//! `iter_allocated_chunks` and `iter_allocated_chunks_raw` for [`Arena`] and [`ArenaRef`].
+//! `iter_allocated_chunks` and `iter_allocated_chunks_raw` for [`Arena`], [`ArenaRef`] and
+//! [`SyncArena`](crate::SyncArena).
 //!
-//! The walk reads what the arena records anyway: a chunk's bytes in use are the count in its
-//! header (see the invariants of `bump`) and, for the current chunk, the position. The large
-//! blocks follow, from their list. Nothing here runs on an allocation path.
+//! The walk reads what the arenas record anyway: a chunk's bytes in use are the count in its
+//! header (see the invariants of `bump`) and, for the current chunk, the position; a
+//! `SyncArena`'s chunk has its cursor. The large blocks follow, from their list. Nothing here
+//! runs on an allocation path.
 
 use core::fmt;
 use core::iter::FusedIterator;
@@ -14,10 +16,18 @@ use core::ptr::NonNull;
 use allocator_api2::alloc::Allocator;
 
 use super::chunk::Chunk;
-use super::large::Large;
+use super::large::{Large, LargeList};
 use super::poison::unpoison;
 use super::typed::OnRaw;
 use super::{Arena, ArenaRef, RawArena};
+
+/// Reads a chunk of another arena kind's list (a `SyncArena`'s): its bytes in use and the chunk
+/// after it.
+///
+/// # Safety
+/// The pointer is a chunk of the list the walk was made for, which does not change while the
+/// walk is alive.
+pub(crate) type ListStep = unsafe fn(NonNull<u8>) -> ((NonNull<u8>, usize), Option<NonNull<u8>>);
 
 /// Where the walk over the chunks is.
 #[derive(Clone, Copy)]
@@ -28,6 +38,12 @@ enum Chunks {
         next: Chunk,
         used: usize,
         head: Chunk,
+    },
+    /// A list of chunks, newest first, read through `step` (a `SyncArena`'s).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    List {
+        next: Option<NonNull<u8>>,
+        step: ListStep,
     },
     /// Every chunk was yielded.
     Done,
@@ -76,6 +92,25 @@ impl<'a> ChunkRawIter<'a> {
         }
     }
 
+    /// The walk over a list of chunks, newest first, read through `step`, and the large blocks of
+    /// `large` (a `SyncArena`'s).
+    ///
+    /// # Safety
+    /// `first` is the first chunk of a list that `step` reads, and neither that list, its
+    /// chunks' bytes in use nor `large` change while the iterator is alive.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) unsafe fn over_list(
+        first: Option<NonNull<u8>>,
+        step: ListStep,
+        large: &'a LargeList,
+    ) -> ChunkRawIter<'a> {
+        ChunkRawIter {
+            chunks: Chunks::List { next: first, step },
+            large: large.newest(),
+            _arena: PhantomData,
+        }
+    }
+
     /// The next chunk's bytes in use, empty chunks included; `None` after the oldest.
     fn next_chunk(&mut self) -> Option<(NonNull<u8>, usize)> {
         match self.chunks {
@@ -94,6 +129,14 @@ impl<'a> ChunkRawIter<'a> {
                     }
                 };
                 Some((next.start(), used))
+            }
+            Chunks::List { next, step } => {
+                let c = next?;
+                // SAFETY: `c` is a chunk of the list `step` reads, unchanged since the walk was
+                // made (the contract of `over_list`).
+                let (range, after) = unsafe { step(c) };
+                self.chunks = Chunks::List { next: after, step };
+                Some(range)
             }
             Chunks::Done => None,
         }
@@ -127,7 +170,7 @@ impl FusedIterator for ChunkRawIter<'_> {}
 
 impl fmt::Debug for ChunkRawIter<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let chunks_done = matches!(self.chunks, Chunks::Done);
+        let chunks_done = matches!(self.chunks, Chunks::Done | Chunks::List { next: None, .. });
         f.debug_struct("ChunkRawIter")
             .field("chunks_done", &chunks_done)
             .field("large_done", &self.large.is_none())
@@ -137,8 +180,9 @@ impl fmt::Debug for ChunkRawIter<'_> {
 
 /// The memory an arena has handed out, as byte slices: the bytes in use of each chunk that
 /// holds any, newest chunk first, then the data of each large block, newest first. From
-/// [`Arena::iter_allocated_chunks`] (see there for the order and what the slices cover); it
-/// borrows the arena mutably.
+/// [`Arena::iter_allocated_chunks`] (see there for the order and what the slices cover) and
+/// [`SyncArena::iter_allocated_chunks`](crate::SyncArena::iter_allocated_chunks); it borrows the
+/// arena mutably.
 ///
 /// ```
 /// let mut arena = arena_pool::Arena::new();
