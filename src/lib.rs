@@ -34,7 +34,9 @@ pub mod __fuzzing;
 
 pub use allocator_api2;
 pub use allocator_api2::alloc::AllocError;
-pub use arena::{Arena, ArenaRef, ArenaStats, BumpAlloc, Checkpoint, ScopeGuard};
+pub use arena::{
+    Arena, ArenaRef, ArenaStats, BumpAlloc, Checkpoint, ChunkIter, ChunkRawIter, ScopeGuard,
+};
 pub use error::AllocOrInitError;
 pub use pool::{
     ClassStats, Pool, PoolStats, SizeClassOptions, SizeClassPool, SizeClassStats, TypedPool,

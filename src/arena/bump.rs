@@ -13,6 +13,12 @@
 //! - The chunks form a ring which, read from `head`, is `[used chunks …, current, spares …]`;
 //!   `used_before` is the number of bytes used in the chunks before the current one, recorded when
 //!   each was left. `reset` only moves `head` (to the largest chunk): no relinking.
+//! - Each chunk from `head` to the current one records in its header the bytes of it that
+//!   `used_before` counts ([`ChunkHeader::used`](super::chunk::ChunkHeader::used)), so that
+//!   `used_before` is their sum: a chunk's fill, written when the position leaves it; for the
+//!   current chunk 0, or its fill while a scope has parked there. A chunk's bytes in use are
+//!   then its header's count plus, for the current chunk, `ptr - start`. Only slow paths write
+//!   the count (leaving or entering a chunk, a restore, a block moved out of a chunk just left).
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -298,6 +304,16 @@ impl RawArena {
         self.held_total(src)
     }
 
+    /// The chunks in use, for the chunk iteration: the current chunk with its bytes in use, and
+    /// `head`, the oldest (the walk goes from the current chunk back to it through `prev`).
+    /// `None` when no chunk is held.
+    pub(crate) fn chunks_in_use(&self) -> Option<(Chunk, usize, Chunk)> {
+        let cur = self.chunk.get()?;
+        let head = self.head.get()?;
+        let used = cur.used() + (self.ptr.get().addr().get() - cur.start().addr().get());
+        Some((cur, used, head))
+    }
+
     /// Large blocks in use.
     pub(crate) fn large_count(&self) -> usize {
         self.large.count()
@@ -313,8 +329,8 @@ impl RawArena {
         src.kept().map_or((0, 0), |k| (k.count(), k.bytes()))
     }
 
-    /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped).
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    /// The large blocks (a `LocalArena` hands them to its `SyncArena` when it is dropped; the
+    /// chunk iteration walks them).
     pub(crate) fn large_list(&self) -> &LargeList {
         &self.large
     }
@@ -384,6 +400,7 @@ impl RawArena {
 #[cfg(test)]
 mod tests {
     use super::{RawArena, address_space_ok};
+    use crate::arena::typed::OnRaw;
 
     /// Sets a probe on the current chunk at its start, where a reset sets one after cycles that
     /// had nothing in use at their resets (the position must be at the start).
@@ -461,6 +478,71 @@ mod tests {
         assert_eq!(arena.raw.chunks.get(), 1);
         assert!(arena.raw.probe.get().is_none());
         assert_eq!(arena.raw.end.get(), c.end());
+    }
+
+    /// Checks that the chunks from `head` to the current one count in their headers exactly
+    /// `used_before` (the current one its part, 0 unless parked).
+    fn assert_counts(raw: &RawArena) {
+        let (Some(head), Some(cur)) = (raw.head.get(), raw.chunk.get()) else {
+            return;
+        };
+        let before: usize = super::super::chunk::chunks_until(head, cur)
+            .map(|c| c.used())
+            .sum();
+        assert_eq!(before + cur.used(), raw.used_before.get());
+    }
+
+    #[test]
+    fn chunk_headers_count_what_used_before_counts() {
+        let n: usize = if cfg!(miri) { 300 } else { 3000 };
+        let mut arena = crate::Arena::new();
+        for i in 0..n {
+            arena.alloc_slice_fill_copy(1 + i % 37, i as u8);
+            assert_counts(&arena.raw);
+        }
+        // A scope parked on a full chunk, a scope nested in it, and the moves on after them.
+        let room = arena.chunk_capacity();
+        arena.alloc_slice_fill_copy(room, 1u8);
+        arena.with_scope(|scope| {
+            scope.with_scope(|inner| {
+                inner.alloc_slice_fill_copy(40, 2u8);
+                assert_counts(inner.raw());
+            });
+            assert_counts(scope.raw());
+            scope.alloc_slice_fill_copy(n, 3u8);
+            assert_counts(scope.raw());
+        });
+        assert_counts(&arena.raw);
+        arena.alloc_slice_fill_copy(1000, 4u8);
+        assert_counts(&arena.raw);
+        // A vector that grows out of chunks as their last block.
+        let mut v = allocator_api2::vec::Vec::new_in(&arena);
+        for i in 0..10 * n {
+            v.push(i as u8);
+        }
+        assert_counts(&arena.raw);
+        drop(v);
+        // A restore, and the moves on through the spares after it.
+        let cp = arena.checkpoint();
+        for i in 0..n {
+            arena.alloc_slice_fill_copy(1 + i % 37, i as u8);
+        }
+        // SAFETY: nothing allocated after the checkpoint is used again.
+        unsafe { arena.reset_to(cp) };
+        assert_counts(&arena.raw);
+        for i in 0..n / 2 {
+            arena.alloc_slice_fill_copy(1 + i % 50, i as u8);
+            assert_counts(&arena.raw);
+        }
+        // Resets, which keep all the chunks (the first) or one.
+        for _ in 0..3 {
+            arena.reset();
+            assert_counts(&arena.raw);
+            for i in 0..n {
+                arena.alloc_slice_fill_copy(1 + i % 37, i as u8);
+            }
+            assert_counts(&arena.raw);
+        }
     }
 
     #[test]

@@ -49,9 +49,18 @@ pub(crate) struct ChunkHeader {
     pub(crate) next: NonNull<ChunkHeader>,
     /// Total bytes of the block, header included, as returned by the backing allocator.
     pub(crate) size: usize,
+    /// Bytes of this chunk that its arena's `used_before` counts: for a chunk before the current
+    /// one, how far it was filled when the arena moved past it; for the current chunk 0, or its
+    /// fill while a scope has parked there (see `RawArena::enter_scope`). Meaningless on a
+    /// spare. Written only on slow paths (see `RawArena::leave_current`); read by the chunk
+    /// iteration (`chunk_iter`). The field takes what was padding: the header stays 32 bytes.
+    pub(crate) used: usize,
 }
 
 const _: () = assert!(HEADER_SIZE % CHUNK_ALIGN == 0);
+// `used` takes what the alignment left as padding after the other three words (on 64- and 32-bit
+// targets alike): recording a chunk's fill costs no header byte.
+const _: () = assert!(HEADER_SIZE == (3 * size_of::<usize>()).next_multiple_of(CHUNK_ALIGN));
 const _: () = assert!(HEADER_SIZE <= FIRST_CHUNK_SIZE / 4);
 
 /// Where an arena's chunks come from and go back to: its backing allocator, behind a vtable so
@@ -165,6 +174,7 @@ impl Chunk {
                 prev: header,
                 next: header,
                 size: block.len(),
+                used: 0,
             })
         };
         Chunk(header)
@@ -218,6 +228,19 @@ impl Chunk {
         unsafe { (*self.0.as_ptr()).size }
     }
 
+    /// See [`ChunkHeader::used`].
+    pub(crate) fn used(self) -> usize {
+        // SAFETY: as in `get_prev`.
+        unsafe { (*self.0.as_ptr()).used }
+    }
+
+    /// Sets [`ChunkHeader::used`] (at most the chunk's capacity).
+    pub(crate) fn set_used(self, used: usize) {
+        debug_assert!(used <= self.capacity());
+        // SAFETY: as in `set_prev`.
+        unsafe { (*self.0.as_ptr()).used = used }
+    }
+
     /// Makes the chunk `more` bytes longer at its end.
     ///
     /// # Safety
@@ -232,6 +255,11 @@ impl Chunk {
     /// The chunk after this one in the ring (itself when it is alone).
     pub(crate) fn next(self) -> Chunk {
         Chunk(self.get_next())
+    }
+
+    /// The chunk before this one in the ring (itself when it is alone).
+    pub(crate) fn prev(self) -> Chunk {
+        Chunk(self.get_prev())
     }
 
     /// The layout the block was taken with (its returned length, which the contract allows).

@@ -200,6 +200,11 @@ impl Large {
         unsafe { (*self.raw()).older }
     }
 
+    /// The next older block of its list (the list must not change meanwhile).
+    pub(crate) fn next_older(self) -> Option<Large> {
+        self.older().map(Large)
+    }
+
     /// The block's sequence number: larger is newer.
     pub(crate) fn seq(self) -> u64 {
         // SAFETY: as in `newer`.

@@ -4,6 +4,7 @@ pub(crate) mod budget;
 mod bump;
 mod bump_alloc;
 mod chunk;
+mod chunk_iter;
 mod large;
 mod large_spares;
 pub(crate) mod poison;
@@ -30,6 +31,7 @@ pub(crate) use bump::{RawArena, dangling};
 pub(crate) use bump::refuse;
 pub use bump_alloc::BumpAlloc;
 pub(crate) use chunk::ChunkSource;
+pub use chunk_iter::{ChunkIter, ChunkRawIter};
 // Used by `crate::sync` (feature `std`) only.
 #[cfg_attr(not(feature = "std"), allow(unused_imports))]
 pub(crate) use chunk::{

@@ -5,10 +5,13 @@ use core::fmt;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
-use self::shared_chunk::{Chunks, Current, EXTRA_HEADER, SharedChunk, free_chunk};
+use self::shared_chunk::{Chunks, Current, EXTRA_HEADER, SharedChunk, free_chunk, list_step};
 use super::shim::{Mutex, Ordering};
 use crate::arena::Spares;
-use crate::arena::{ArenaStats, Checkpoint, LargeList, Position, Recent, chunk_size_for_capacity};
+use crate::arena::{
+    ArenaStats, Checkpoint, ChunkIter, ChunkRawIter, LargeList, Position, Recent,
+    chunk_size_for_capacity,
+};
 use crate::error::Failure;
 use crate::sync::LocalArena;
 
@@ -424,6 +427,47 @@ impl<A: Allocator> SyncArena<A> {
                 + chunks.kept.bytes(),
             chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
             allocation_limit: chunks.limit,
+        }
+    }
+
+    /// The memory the arena has handed out, as byte slices: the same contract as
+    /// [`Arena::iter_allocated_chunks`](crate::Arena::iter_allocated_chunks) (bumpalo's).
+    ///
+    /// - **Each chunk that holds blocks**, newest first: its bytes from its first usable byte up
+    ///   to its cursor, which every chunk in use keeps; they add up to
+    ///   [`used_bytes`](SyncArena::used_bytes). Within a chunk, the bytes are in the order the
+    ///   bumps took them (threads bumping at once interleave). The pieces
+    ///   [`LocalArena`] handles took are inside, each in full as `used_bytes` counts it: the
+    ///   handle's own chunk header, its blocks, and the unused end a handle could
+    ///   not give back. Spare chunks are not yielded.
+    /// - **Then each large block in use**, newest first (those of dropped handles included): its
+    ///   data, as for `Arena`.
+    ///
+    /// Bytes may be uninitialised: the items are `&[MaybeUninit<u8>]`. `&mut self` proves that
+    /// no thread and no handle uses the arena, and that no reference into it is alive (every one
+    /// borrows the arena): nothing writes the bytes while the slices live.
+    ///
+    /// There is no `iter_allocated_chunks_raw` on `SyncArena`: through `&self`, other threads
+    /// may bump and relink the chunks meanwhile.
+    ///
+    /// ```
+    /// let mut arena = arena_pool::SyncArena::new();
+    /// arena.alloc_slice_copy(b"shared");
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| arena.local().alloc_slice_copy(b"local"));
+    /// });
+    /// let total: usize = arena.iter_allocated_chunks().map(<[_]>::len).sum();
+    /// assert_eq!(total, arena.used_bytes());
+    /// ```
+    pub fn iter_allocated_chunks(&mut self) -> ChunkIter<'_> {
+        let chunks = self.chunks.get_mut();
+        let first = chunks.used.map(|c| c.0.cast());
+        // SAFETY: `first` heads the list of chunks in use, which `list_step` reads; `&mut self`,
+        // held by the iterator, keeps the lists, the cursors and the large blocks as they are,
+        // every chunk and block held, and rules out every other user of the arena.
+        unsafe {
+            let raw = ChunkRawIter::over_list(first, list_step, &chunks.large);
+            ChunkIter::new(raw)
         }
     }
 

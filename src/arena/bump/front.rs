@@ -97,9 +97,15 @@ impl RawArena {
             // `q` is a large block: the old block is still the current chunk's last one.
             self.ptr.set(start);
         } else if used_with_block == Some(self.used_before.get()) {
-            // The chunk was left with the old block last: it no longer counts as used.
-            self.used_before
-                .set(self.used_before.get() - (saved.addr().get() - start.addr().get()));
+            // The chunk was left with the old block last: it no longer counts as used, in the
+            // total or in the chunk's header.
+            let size = saved.addr().get() - start.addr().get();
+            self.used_before.set(self.used_before.get() - size);
+            // (The request moved on to another chunk: in the same one, `ptr` would be `saved`.)
+            debug_assert!(self.chunk.get() != chunk);
+            if let Some(c) = chunk {
+                c.set_used(c.used() - size);
+            }
         }
         Ok(q)
     }

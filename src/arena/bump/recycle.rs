@@ -105,6 +105,13 @@ impl RawArena {
         self.ptr.set(cp.ptr);
         self.end.set(end);
         self.used_before.set(cp.used_before);
+        // The chunk's header counts what `cp.used_before` counted of it: nothing, unless the
+        // position was parked there (`Room::Exact` with a chunk), whose fill the header still
+        // holds (only a restore past the checkpoint, which invalidates it, could have changed
+        // it: a parked chunk is left with nothing more counted).
+        if cp.room != Room::Exact {
+            c.set_used(0);
+        }
     }
 
     /// Forgets every block, keeps or gives back the large ones (see `large_spares`), and keeps
@@ -239,7 +246,7 @@ impl RawArena {
                     .filter(|&(size, _)| self.check_limit(size, src).is_ok())
                     .and_then(|(size, nominal)| self.take_block(size, nominal, src).ok())
                 {
-                    self.set_current(c);
+                    self.set_current_new(c);
                     if let Some(reached) = probe.filter(|&r| r < c.capacity()) {
                         // SAFETY: `reached < c.capacity()`, and the position is at its start.
                         unsafe { self.set_probe(c, reached, false) };

@@ -196,7 +196,7 @@ impl RawArena {
         self.chunks.set(1);
         self.head.set(Some(c));
         self.growth.set(FIRST_CHUNK_SIZE);
-        self.set_current(c);
+        self.set_current_new(c);
         // The chunk's data starts CHUNK_ALIGN-aligned with FIRST_CHUNK_ROOM bytes, so this never
         // fails; the error (rather than a panic) keeps the fallible API free of panicking paths.
         self.bump(layout).ok_or(Failure::CapacityOverflow)
@@ -338,16 +338,27 @@ impl RawArena {
         self.bump(layout).ok_or(Failure::CapacityOverflow)
     }
 
-    /// Records the bytes used in the current chunk before moving past it.
+    /// Records the bytes used in the current chunk before moving past it: in `used_before`, and
+    /// in the chunk's header (what the chunk iteration reads). A chunk a scope has parked on
+    /// counts its fill already (the position is at its start): both add nothing then.
     pub(super) fn leave_current(&self) {
         if let Some(cur) = self.chunk.get() {
             let used = self.ptr.get().addr().get() - cur.start().addr().get();
             self.used_before.set(self.used_before.get() + used);
+            cur.set_used(cur.used() + used);
         }
     }
 
-    /// Makes `c` current with its whole capacity free.
+    /// Makes `c` current with its whole capacity free: none of its bytes is counted in
+    /// `used_before` (a spare's header may still hold the fill of an earlier visit).
     pub(super) fn set_current(&self, c: Chunk) {
+        c.set_used(0);
+        self.set_current_new(c);
+    }
+
+    /// [`set_current`](Self::set_current) for a chunk just made, whose header counts no byte yet.
+    pub(super) fn set_current_new(&self, c: Chunk) {
+        debug_assert_eq!(c.used(), 0);
         self.chunk.set(Some(c));
         self.ptr.set(c.start());
         self.end.set(c.end());
@@ -366,7 +377,7 @@ impl RawArena {
         let (size, nominal) = chunk_size_for_capacity(capacity).ok_or(Failure::CapacityOverflow)?;
         self.budget(src).admit(size)?;
         let c = self.take_block(size, nominal, src)?;
-        self.set_current(c);
+        self.set_current_new(c);
         self.reserved.set(c.capacity());
         Ok(())
     }

@@ -272,6 +272,19 @@ impl SharedChunk {
     }
 }
 
+/// The chunk iteration's step over a list of chunks (a [`crate::arena::ListStep`]): the bytes in
+/// use of the chunk whose header is at `header`, `[start, cursor)` with the block's provenance,
+/// and the next chunk of its list.
+///
+/// # Safety
+/// `header` is a chunk of this arena on a list that does not change meanwhile, and its cursor
+/// does not move: the caller holds `&mut SyncArena` (no thread, and no handle, uses the arena).
+pub(super) unsafe fn list_step(header: NonNull<u8>) -> ((NonNull<u8>, usize), Option<NonNull<u8>>) {
+    let c = SharedChunk(header.cast());
+    let range = (c.at(c.start()), c.used());
+    (range, c.next().map(|n| n.0.cast()))
+}
+
 /// A reset's probe (see `crate::arena::retention`): the chunk whose `limit` it holds.
 #[derive(Clone, Copy)]
 pub(super) struct SharedProbe {
