@@ -57,13 +57,19 @@
 //! `mimalloc` cases are not registered there (mimalloc does not take its memory from the global
 //! allocator, which the meter counts).
 //!
-//! **Smoke run** (`BENCH_THREADS_SMOKE=1`, for CI, with `-- --test`): every scenario at T = 2
-//! only, with small sizes ([`Sizes::SMOKE`]); it checks that every case completes.
+//! **Smoke run**, for CI: every scenario at T = 2 only, with small sizes ([`Sizes::SMOKE`]), each
+//! case run once by criterion's test mode; it checks that every case completes (a fraction of a
+//! second once built):
+//!
+//! ```text
+//! BENCH_THREADS_SMOKE=1 cargo bench -p arena-pool-benches --bench threads -- --test
+//! ```
 
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::alloc::GlobalAlloc;
 use std::hint::black_box;
+use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Barrier, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -158,7 +164,13 @@ fn run_steps(
     std::thread::scope(|s| {
         for i in 0..threads {
             let gate = &gate;
-            s.spawn(move || worker(i, gate));
+            s.spawn(move || {
+                // The other threads would wait at the barrier for this one for ever: a worker's
+                // panic (a failed check) ends the process instead.
+                if std::panic::catch_unwind(AssertUnwindSafe(|| worker(i, gate))).is_err() {
+                    std::process::abort();
+                }
+            });
         }
         let mut step = || {
             gate.barrier.wait();
