@@ -25,9 +25,14 @@
 #                                      step 3 alone (a few minutes, most of it the build): replaces
 #                                      the memory section of the existing report and the memory
 #                                      charts, keeps the rest
+#   BENCH_ONLY=threads benches/report.sh
+#                                      the threads suite alone (its timings: about 5 minutes at
+#                                      T = 1, 2): replaces the Threads section of the existing
+#                                      report (or adds it) and its time chart, keeps the rest
 # Environment:
 #   BENCH_QUICK=1     warm-up 0.1 s, measurement 0.3 s, 10 samples per benchmark
 #   BENCH_ONLY=memory only the memory pass (needs neither criterion's tools nor valgrind)
+#   BENCH_ONLY=threads only the threads suite's timings (needs cargo-criterion, not valgrind)
 #   BENCH_SUITES="a b" only these suites, in this order (a partial report, for trials; default:
 #                     allocator_api collections typed pools memory workloads threads)
 #   BENCH_THREADS="1 2 4"
@@ -56,9 +61,17 @@ for suite in "${suites[@]}"; do
 done
 only=${BENCH_ONLY:-}
 case $only in
-  "" | memory) ;;
-  *) echo "BENCH_ONLY: only 'memory' is supported (got '$only')" >&2; exit 2 ;;
+  "" | memory | threads) ;;
+  *) echo "BENCH_ONLY: only 'memory' and 'threads' are supported (got '$only')" >&2; exit 2 ;;
 esac
+# The threads suite's timing: criterion's least number of samples (an iteration of its scenario A
+# takes up to seconds with the system allocator).
+threads_args=(-- --warm-up-time 1 --measurement-time 3 --sample-size 10)
+threads_kind="1 s warm-up, 3 s measurement, 10 samples per benchmark"
+if [[ -n ${BENCH_QUICK:-} ]]; then
+  threads_args=(-- --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
+  threads_kind="**quick trial run**: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough"
+fi
 if [[ -z $only ]] && ((${#table_suites[@]} == 0)); then
   echo "BENCH_SUITES: the report needs a suite besides threads (e.g. BENCH_SUITES=\"pools threads\")" >&2
   exit 2
@@ -74,13 +87,17 @@ trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 log() { printf '[%4ss] %s\n' "$(($(date +%s) - start))" "$*" >&2; }
 
-if [[ -z $only ]]; then
-  for tool in cargo-criterion criterion-table; do
+if [[ $only != memory ]]; then
+  tools=(cargo-criterion)
+  [[ -n $only ]] || tools+=(criterion-table)
+  for tool in "${tools[@]}"; do
     if ! command -v "$tool" >/dev/null; then
       log "installing $tool"
       cargo install --locked "$tool"
     fi
   done
+fi
+if [[ -z $only ]]; then
   command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
 fi
 
@@ -334,76 +351,6 @@ draw_charts() {
   log "charts: $(wc -l <"$work/charts.list") SVG files in $charts_dir"
 }
 
-if [[ $only == memory ]]; then
-  memory_pass
-  draw_charts '*-memory.svg' --memory "$work/memory.tsv"
-  splice_memory_section
-  exit 0
-fi
-
-# ---- build once, and find the suite binaries ----
-log "building the suites"
-cargo bench -p arena-pool-benches --no-run --message-format=json 2>"$work/build.log" \
-  | sed -n 's/.*"kind":\["bench"\].*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*/\1 \2/p' \
-  > "$work/bins" || { cat "$work/build.log" >&2; exit 1; }
-bin_of() { awk -v s="$1" '$1 == s { print $2 }' "$work/bins"; }
-for suite in "${suites[@]}"; do
-  [[ -x $(bin_of "$suite") ]] || { echo "no binary for suite $suite" >&2; exit 1; }
-done
-
-# ---- 1. timings ----
-# Criterion's default sample count; shorter warm-up and measurement than its defaults (3 s, 5 s)
-# keep the run of 386 benchmarks to about half an hour with 100 samples each.
-criterion_args=(-- --warm-up-time 1 --measurement-time 3 --sample-size 100)
-run_kind=", full run (1 s warm-up, 3 s measurement, 100 samples per benchmark)"
-# The threads suite: criterion's least number of samples (an iteration of its scenario A takes up
-# to seconds with the system allocator).
-threads_args=(-- --warm-up-time 1 --measurement-time 3 --sample-size 10)
-threads_kind="1 s warm-up, 3 s measurement, 10 samples per benchmark"
-if [[ -n ${BENCH_QUICK:-} ]]; then
-  criterion_args=(-- --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
-  threads_args=(-- --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
-  threads_kind="**quick trial run**: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough"
-  run_kind=", **quick trial run** (BENCH_QUICK=1: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough)"
-fi
-log "criterion: every suite${BENCH_QUICK:+ (quick)}"
-: >"$work/criterion.json"
-for suite in "${table_suites[@]}"; do
-  cargo criterion -p arena-pool-benches --bench "$suite" --message-format=json \
-    --plotting-backend disabled "${criterion_args[@]}" 2>>"$work/criterion.log" \
-    >>"$work/criterion.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
-  log "criterion: $suite done"
-done
-# The rows where no arena-pool column is the fastest are timed twice more, each run in processes
-# of its own (one per suite), and each of their cells is the median of the three runs
-# (benches/src/bin/timings.rs): a single run's wall-clock time of a row can differ by tens of
-# percent from another's at equal instruction counts.
-timings() {
-  cargo run --profile bench --quiet -p arena-pool-benches --bin timings -- "$@"
-}
-timings rows --prefix arena-pool "$work/criterion.json" >"$work/rerun-rows"
-timings filters --prefix arena-pool "$work/criterion.json" >"$work/rerun-filters"
-log "criterion: $(wc -l <"$work/rerun-rows") rows where arena-pool is not the fastest, timed twice more"
-for run in 2 3; do
-  : >"$work/criterion-$run.json"
-  while IFS=$'\t' read -r suite filter; do
-    cargo criterion -p arena-pool-benches --bench "$suite" --message-format=json \
-      --plotting-backend disabled "${criterion_args[@]}" "$filter" 2>>"$work/criterion.log" \
-      >>"$work/criterion-$run.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
-  done <"$work/rerun-filters"
-  log "criterion: run $run of those rows done"
-done
-timings median "$work/criterion.json" "$work/criterion-2.json" "$work/criterion-3.json" \
-  >"$work/criterion-median.json" 2>"$work/median.log" || { cat "$work/median.log" >&2; exit 1; }
-log "criterion: $(cat "$work/median.log")"
-mv "$work/criterion-median.json" "$work/criterion.json"
-# criterion-table reads tables.toml (headings, comments) from the current directory.
-(cd benches && criterion-table <"$work/criterion.json" >"$work/tables.md" 2>"$work/table.err")
-if [[ -s $work/table.err ]] || ! grep -q '^### ' "$work/tables.md"; then
-  cat "$work/table.err" >&2
-  exit 1
-fi
-
 # The threads suite: its own criterion run (not timed again, not in criterion-table's tables),
 # the operations of each case from its list mode, and its tables (benches/src/bin/threads_table.rs).
 threads_section() {
@@ -453,10 +400,8 @@ EOF
   cat "$work/threads-tables.md"
   echo
 }
-: >"$work/threads.json"
-: >"$work/threads.md"
-if [[ -n $threads_suite ]]; then
-  BENCH_COUNT=list "$(bin_of threads)" >"$work/threads-ops.tsv"
+threads_pass() { # the suite's binary
+  BENCH_COUNT=list "$1" >"$work/threads-ops.tsv"
   log "criterion: threads, T = $(sed -n 's/.*, T=\([0-9]*\)\t.*/\1/p' "$work/threads-ops.tsv" | sort -nu | paste -sd' ' -)"
   cargo criterion -p arena-pool-benches --bench threads --message-format=json \
     --plotting-backend disabled "${threads_args[@]}" 2>>"$work/criterion.log" \
@@ -466,6 +411,108 @@ if [[ -n $threads_suite ]]; then
     2>"$work/threads-table.err" || { cat "$work/threads-table.err" >&2; exit 1; }
   threads_section >"$work/threads.md"
   log "criterion: threads done"
+}
+
+# BENCH_ONLY=threads: the Threads section of the report replaced (or, if it has none, added before
+# the charts section and to the table of contents); the rest of the report stays as it was.
+splice_threads_section() {
+  [[ -f $out ]] || { echo "BENCH_ONLY=threads: no $out to add the section to" >&2; exit 1; }
+  awk -v sec="$work/threads.md" '
+    BEGIN { while ((getline line < sec) > 0) text = text line "\n" }
+    /^- \[Threads\]/ { toc = 1 }
+    /^- \[Charts\]/ && !toc { print "- [Threads](#threads)"; toc = 1 }
+    /^## Threads$/ { skip = 1; if (!done) { printf "%s", text; done = 1 }; next }
+    skip && /^## / { skip = 0 }
+    /^## Charts$/ && !done { printf "%s", text; done = 1 }
+    !skip { print }
+    END { if (!done) printf "\n%s", text }
+  ' "$out" >"$work/out.md"
+  cp "$work/out.md" "$out"
+  log "wrote the threads section of $out"
+}
+
+if [[ $only == threads ]]; then
+  log "building the threads suite"
+  bin=$(cargo bench -p arena-pool-benches --bench threads --no-run --message-format=json \
+    2>"$work/build.log" \
+    | sed -n 's/.*"kind":\["bench"\].*"name":"threads".*"executable":"\([^"]*\)".*/\1/p') \
+    || { cat "$work/build.log" >&2; exit 1; }
+  [[ -x $bin ]] || { cat "$work/build.log" >&2; exit 1; }
+  threads_pass "$bin"
+  draw_charts 'threads-time.svg' --criterion "$work/threads.json"
+  splice_threads_section
+  exit 0
+fi
+
+if [[ $only == memory ]]; then
+  memory_pass
+  draw_charts '*-memory.svg' --memory "$work/memory.tsv"
+  splice_memory_section
+  exit 0
+fi
+
+# ---- build once, and find the suite binaries ----
+log "building the suites"
+cargo bench -p arena-pool-benches --no-run --message-format=json 2>"$work/build.log" \
+  | sed -n 's/.*"kind":\["bench"\].*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*/\1 \2/p' \
+  > "$work/bins" || { cat "$work/build.log" >&2; exit 1; }
+bin_of() { awk -v s="$1" '$1 == s { print $2 }' "$work/bins"; }
+for suite in "${suites[@]}"; do
+  [[ -x $(bin_of "$suite") ]] || { echo "no binary for suite $suite" >&2; exit 1; }
+done
+
+# ---- 1. timings ----
+# Criterion's default sample count; shorter warm-up and measurement than its defaults (3 s, 5 s)
+# keep the run of 386 benchmarks to about half an hour with 100 samples each.
+criterion_args=(-- --warm-up-time 1 --measurement-time 3 --sample-size 100)
+run_kind=", full run (1 s warm-up, 3 s measurement, 100 samples per benchmark)"
+if [[ -n ${BENCH_QUICK:-} ]]; then
+  criterion_args=(-- --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
+  run_kind=", **quick trial run** (BENCH_QUICK=1: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough)"
+fi
+log "criterion: every suite${BENCH_QUICK:+ (quick)}"
+: >"$work/criterion.json"
+for suite in "${table_suites[@]}"; do
+  cargo criterion -p arena-pool-benches --bench "$suite" --message-format=json \
+    --plotting-backend disabled "${criterion_args[@]}" 2>>"$work/criterion.log" \
+    >>"$work/criterion.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
+  log "criterion: $suite done"
+done
+# The rows where no arena-pool column is the fastest are timed twice more, each run in processes
+# of its own (one per suite), and each of their cells is the median of the three runs
+# (benches/src/bin/timings.rs): a single run's wall-clock time of a row can differ by tens of
+# percent from another's at equal instruction counts.
+timings() {
+  cargo run --profile bench --quiet -p arena-pool-benches --bin timings -- "$@"
+}
+timings rows --prefix arena-pool "$work/criterion.json" >"$work/rerun-rows"
+timings filters --prefix arena-pool "$work/criterion.json" >"$work/rerun-filters"
+log "criterion: $(wc -l <"$work/rerun-rows") rows where arena-pool is not the fastest, timed twice more"
+for run in 2 3; do
+  : >"$work/criterion-$run.json"
+  while IFS=$'\t' read -r suite filter; do
+    cargo criterion -p arena-pool-benches --bench "$suite" --message-format=json \
+      --plotting-backend disabled "${criterion_args[@]}" "$filter" 2>>"$work/criterion.log" \
+      >>"$work/criterion-$run.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
+  done <"$work/rerun-filters"
+  log "criterion: run $run of those rows done"
+done
+timings median "$work/criterion.json" "$work/criterion-2.json" "$work/criterion-3.json" \
+  >"$work/criterion-median.json" 2>"$work/median.log" || { cat "$work/median.log" >&2; exit 1; }
+log "criterion: $(cat "$work/median.log")"
+mv "$work/criterion-median.json" "$work/criterion.json"
+# criterion-table reads tables.toml (headings, comments) from the current directory.
+(cd benches && criterion-table <"$work/criterion.json" >"$work/tables.md" 2>"$work/table.err")
+if [[ -s $work/table.err ]] || ! grep -q '^### ' "$work/tables.md"; then
+  cat "$work/table.err" >&2
+  exit 1
+fi
+
+# The threads suite (threads_pass above).
+: >"$work/threads.json"
+: >"$work/threads.md"
+if [[ -n $threads_suite ]]; then
+  threads_pass "$(bin_of threads)"
 fi
 
 # ---- 2. instruction counts ----

@@ -53,7 +53,8 @@
 //! at a time, say little about contention; `BENCH_COUNT` (but `list`) makes this binary exit with
 //! a note, and `benches/report.sh` leaves the suite out of the instruction counts.
 //! **Memory mode** (`BENCH_MEMORY`, the `meter` build): every case runs one warm-up step and one
-//! measured step, untimed; the lists of handles and boxes the workers keep are not counted. The
+//! iteration (for A, 20 rounds), untimed; the lists of handles and boxes the workers keep, and
+//! C's channels, are not counted. The
 //! `mimalloc` cases are not registered there (mimalloc does not take its memory from the global
 //! allocator, which the meter counts).
 //!
