@@ -12,6 +12,10 @@
 #   4. SVG charts of the three (benches/src/bin/charts/, with plotters): per suite, each
 #      crate's time, instructions and peak memory relative to the best crate of each row;
 #   5. the machine, the toolchain, the crate versions and how malloc was set up.
+# The threads suite (benches/benches/threads.rs) has a section of its own: its timings, as ns per
+# operation and speed-up per thread count (benches/src/bin/threads_table.rs), are not fed to
+# criterion-table nor timed again, and it has no instruction counts (callgrind runs one thread at
+# a time); its memory figures join the memory section like any suite's.
 #
 # Usage:
 #   benches/report.sh                  full run (1 s warm-up, 3 s measurement, 100 samples per
@@ -21,11 +25,19 @@
 #                                      step 3 alone (a few minutes, most of it the build): replaces
 #                                      the memory section of the existing report and the memory
 #                                      charts, keeps the rest
+#   BENCH_ONLY=threads benches/report.sh
+#                                      the threads suite alone (its timings: about 5 minutes at
+#                                      T = 1, 2): replaces the Threads section of the existing
+#                                      report (or adds it) and its time chart, keeps the rest
 # Environment:
 #   BENCH_QUICK=1     warm-up 0.1 s, measurement 0.3 s, 10 samples per benchmark
 #   BENCH_ONLY=memory only the memory pass (needs neither criterion's tools nor valgrind)
+#   BENCH_ONLY=threads only the threads suite's timings (needs cargo-criterion, not valgrind)
 #   BENCH_SUITES="a b" only these suites, in this order (a partial report, for trials; default:
-#                     allocator_api collections typed pools memory workloads)
+#                     allocator_api collections typed pools memory workloads threads)
+#   BENCH_THREADS="1 2 4"
+#                     the threads suite's thread counts (default: 1, 2, 4 ... up to the available
+#                     parallelism, and that count itself)
 #   BENCH_JOBS=N      callgrind runs in parallel (default 2; counts do not depend on load)
 #   BENCH_OUT=PATH    where to write the report (default BENCHMARKS.md at the repository root)
 #   BENCH_CHARTS=DIR  where to write the charts (default benches/charts; the report links them
@@ -40,12 +52,30 @@ root=$PWD
 out=${BENCH_OUT:-$root/BENCHMARKS.md}
 charts_dir=${BENCH_CHARTS:-$root/benches/charts}
 jobs=${BENCH_JOBS:-2}
-read -r -a suites <<<"${BENCH_SUITES:-allocator_api collections typed pools memory workloads}"
+read -r -a suites <<<"${BENCH_SUITES:-allocator_api collections typed pools memory workloads threads}"
+# The suites of the criterion-table tables and of the instruction counts: all but threads.
+table_suites=()
+threads_suite=
+for suite in "${suites[@]}"; do
+  if [[ $suite == threads ]]; then threads_suite=1; else table_suites+=("$suite"); fi
+done
 only=${BENCH_ONLY:-}
 case $only in
-  "" | memory) ;;
-  *) echo "BENCH_ONLY: only 'memory' is supported (got '$only')" >&2; exit 2 ;;
+  "" | memory | threads) ;;
+  *) echo "BENCH_ONLY: only 'memory' and 'threads' are supported (got '$only')" >&2; exit 2 ;;
 esac
+# The threads suite's timing: criterion's least number of samples (an iteration of its scenario A
+# takes up to seconds with the system allocator).
+threads_args=(-- --warm-up-time 1 --measurement-time 3 --sample-size 10)
+threads_kind="1 s warm-up, 3 s measurement, 10 samples per benchmark"
+if [[ -n ${BENCH_QUICK:-} ]]; then
+  threads_args=(-- --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
+  threads_kind="**quick trial run**: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough"
+fi
+if [[ -z $only ]] && ((${#table_suites[@]} == 0)); then
+  echo "BENCH_SUITES: the report needs a suite besides threads (e.g. BENCH_SUITES=\"pools threads\")" >&2
+  exit 2
+fi
 
 export RUSTUP_AUTO_INSTALL=0 CARGO_TERM_COLOR=never
 # Line tables let callgrind_annotate map instructions to source lines; they change no code. The
@@ -57,13 +87,17 @@ trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 log() { printf '[%4ss] %s\n' "$(($(date +%s) - start))" "$*" >&2; }
 
-if [[ -z $only ]]; then
-  for tool in cargo-criterion criterion-table; do
+if [[ $only != memory ]]; then
+  tools=(cargo-criterion)
+  [[ -n $only ]] || tools+=(criterion-table)
+  for tool in "${tools[@]}"; do
     if ! command -v "$tool" >/dev/null; then
       log "installing $tool"
       cargo install --locked "$tool"
     fi
   done
+fi
+if [[ -z $only ]]; then
   command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
 fi
 
@@ -238,7 +272,8 @@ after it, as it stays the process's memory. A reuse loop's first cycle and its s
   adapters hold theirs inline.
 - Not counted: the cases' own data (copy sources, orders of indices, lists of handles) and the
   list of live blocks \`System\` keeps for its reset, all made outside the count.
-- The thread rows (pools) count spawning and joining the threads, in both columns. A thread's
+- The thread rows (pools, and every row of the threads suite) count spawning and joining the
+  threads, in every column. A thread's
   last frees (about 144 bytes, 3 calls) come just before or just after its case ends, so these
   rows can differ by that much from one run to the next. The two-thread arena rows differ by
   more: two threads that find the chunk full at once both take one (the one not installed
@@ -267,6 +302,12 @@ cycles. A loop that has settled makes none. The scoped row is arena-pool's \`Are
 bump-scope's \`Bump::scoped\` and stumpalo's \`Arena::with_scope\`; for \`System\` the vector
 lives in a block and is freed at its end; bumpalo and blink-alloc have no scope and no checkpoint
 to return to, so no cell.
+
+**The threads suite** (see its own section above for the scenarios): each case runs one warm-up
+step and one measured step (for A, a warm-up round and then 20 rounds), from before its allocator
+is built to after its threads are joined; the lists of handles and boxes the threads keep (and
+C's channels) are not counted. There is no \`mimalloc\` column: mimalloc takes its memory from
+the system directly, not through the global allocator the meter counts.
 
 EOF
   awk "$memory_awk" "$work/memory.tsv"
@@ -310,6 +351,99 @@ draw_charts() {
   log "charts: $(wc -l <"$work/charts.list") SVG files in $charts_dir"
 }
 
+# The threads suite: its own criterion run (not timed again, not in criterion-table's tables),
+# the operations of each case from its list mode, and its tables (benches/src/bin/threads_table.rs).
+threads_section() {
+  cat <<EOF
+## Threads
+
+How each allocator scales with threads (\`benches/benches/threads.rs\`, whose module docs give
+the method in full). Each criterion sample spawns its T worker threads once, and the sample's
+thread steps them through a barrier: all meet, the workers do one step (a round of A, an
+iteration of B or C), all meet again. The clock runs from the second step (the first is a
+warm-up) to the end of the last: neither spawning nor joining the threads, nor their set-up (B2's
+live sets) or teardown, is timed; the barriers are, in every column alike. Each cell: the
+nanoseconds per operation (the time of an iteration divided by the operations of all T threads)
+and, in parentheses, the crate's throughput at this T over its own at the smallest T of the
+scenario (T = 1; T = 2 for C): 2.00x at T = 2 is perfect scaling, below 1.00x the threads slow
+each other down. The fastest cell of each row in bold. Timing: ${threads_kind}.
+
+- **A. Parallel bump + reset**: each thread allocates 200 000 objects a round, a \`u64\` and a copy
+  of a 24-byte \`str\` alternately, through each crate's own typed calls; all threads wait for
+  each other at the end of each round, and the allocator is reset between rounds; 20 rounds an
+  iteration; an operation is one object. \`arena-pool-LocalArena\`: one \`SyncArena\`, a
+  \`LocalArena\` handle per thread and round; \`arena-pool-SyncArena\`: every thread calls
+  \`&SyncArena\` (the shared path); \`blink-alloc\`: one \`SyncBlinkAlloc\`, a \`LocalBlinkAlloc\`
+  per thread and round (through blink-alloc's \`Blink\` front end); \`bumpalo-herd\`: one \`Herd\`,
+  a member (\`get()\`) per thread and round; \`bumpalo\`: a \`Bump\` per thread, reset by its
+  thread; \`System\` and \`mimalloc\`: a \`Box\` per object, kept in a list per thread and all
+  dropped at the end of the round (the list's pushes are in their time). The shared allocators sit
+  in an \`RwLock\`, held for reading by each thread for a round and for writing by the reset.
+- **B1. Pool churn**: each thread allocates a 64-byte object and frees it at once, 100 000 times an
+  iteration. **B2**: each thread keeps 1 000 live 64-byte objects and replaces a random one
+  (a fixed sequence per thread) 100 000 times an iteration, the old one freed first.
+  \`arena-pool-SyncPool\`: one \`SyncPool\` for all threads, \`Box<T, &SyncPool>\`;
+  \`sharded-slab\`: one \`Slab\` for all threads, \`insert\` and \`remove\`; \`System\` and
+  \`mimalloc\`: allocator-api2's \`Box<T, A>\`.
+- **C. Cross-thread free** (even T): T/2 producers each allocate 102 400 objects of 64 bytes an
+  iteration and send them, in batches of 64 (an array, moved), over a bounded channel
+  (\`std::sync::mpsc::sync_channel\`, 16 batches) to a consumer of their own, which frees them
+  (\`sharded-slab\`: sends keys, its consumers call \`remove\`); an operation is one object.
+- \`System\` is glibc malloc, the global allocator of the benchmarks (with the thresholds fixed
+  below); \`mimalloc\` is \`mimalloc::MiMalloc\` used as an allocator instance (allocator-api2's
+  \`Box<T, A>\` over its \`GlobalAlloc\` impl), not installed as the global allocator, so every
+  other crate here still runs on glibc malloc.
+- No instruction counts for this suite: callgrind runs one thread at a time, so its counts say
+  little about threads. Its memory figures are in the memory section.
+
+EOF
+  cat "$work/threads-tables.md"
+  echo
+}
+threads_pass() { # the suite's binary
+  BENCH_COUNT=list "$1" >"$work/threads-ops.tsv"
+  log "criterion: threads, T = $(sed -n 's/.*, T=\([0-9]*\)\t.*/\1/p' "$work/threads-ops.tsv" | sort -nu | paste -sd' ' -)"
+  cargo criterion -p arena-pool-benches --bench threads --message-format=json \
+    --plotting-backend disabled "${threads_args[@]}" 2>>"$work/criterion.log" \
+    >"$work/threads.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
+  cargo run --profile bench --quiet -p arena-pool-benches --bin threads_table -- \
+    --ops "$work/threads-ops.tsv" "$work/threads.json" >"$work/threads-tables.md" \
+    2>"$work/threads-table.err" || { cat "$work/threads-table.err" >&2; exit 1; }
+  threads_section >"$work/threads.md"
+  log "criterion: threads done"
+}
+
+# BENCH_ONLY=threads: the Threads section of the report replaced (or, if it has none, added before
+# the charts section and to the table of contents); the rest of the report stays as it was.
+splice_threads_section() {
+  [[ -f $out ]] || { echo "BENCH_ONLY=threads: no $out to add the section to" >&2; exit 1; }
+  awk -v sec="$work/threads.md" '
+    BEGIN { while ((getline line < sec) > 0) text = text line "\n" }
+    /^- \[Threads\]/ { toc = 1 }
+    /^- \[Charts\]/ && !toc { print "- [Threads](#threads)"; toc = 1 }
+    /^## Threads$/ { skip = 1; if (!done) { printf "%s", text; done = 1 }; next }
+    skip && /^## / { skip = 0 }
+    /^## Charts$/ && !done { printf "%s", text; done = 1 }
+    !skip { print }
+    END { if (!done) printf "\n%s", text }
+  ' "$out" >"$work/out.md"
+  cp "$work/out.md" "$out"
+  log "wrote the threads section of $out"
+}
+
+if [[ $only == threads ]]; then
+  log "building the threads suite"
+  bin=$(cargo bench -p arena-pool-benches --bench threads --no-run --message-format=json \
+    2>"$work/build.log" \
+    | sed -n 's/.*"kind":\["bench"\].*"name":"threads".*"executable":"\([^"]*\)".*/\1/p') \
+    || { cat "$work/build.log" >&2; exit 1; }
+  [[ -x $bin ]] || { cat "$work/build.log" >&2; exit 1; }
+  threads_pass "$bin"
+  draw_charts 'threads-time.svg' --criterion "$work/threads.json"
+  splice_threads_section
+  exit 0
+fi
+
 if [[ $only == memory ]]; then
   memory_pass
   draw_charts '*-memory.svg' --memory "$work/memory.tsv"
@@ -337,7 +471,8 @@ if [[ -n ${BENCH_QUICK:-} ]]; then
   run_kind=", **quick trial run** (BENCH_QUICK=1: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough)"
 fi
 log "criterion: every suite${BENCH_QUICK:+ (quick)}"
-for suite in "${suites[@]}"; do
+: >"$work/criterion.json"
+for suite in "${table_suites[@]}"; do
   cargo criterion -p arena-pool-benches --bench "$suite" --message-format=json \
     --plotting-backend disabled "${criterion_args[@]}" 2>>"$work/criterion.log" \
     >>"$work/criterion.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
@@ -373,6 +508,13 @@ if [[ -s $work/table.err ]] || ! grep -q '^### ' "$work/tables.md"; then
   exit 1
 fi
 
+# The threads suite (threads_pass above).
+: >"$work/threads.json"
+: >"$work/threads.md"
+if [[ -n $threads_suite ]]; then
+  threads_pass "$(bin_of threads)"
+fi
+
 # ---- 2. instruction counts ----
 # One callgrind process per suite and crate. Each case of the process writes one profile part
 # when it leaves the measured function; the binary prints the case ids in the same order.
@@ -398,9 +540,9 @@ count() { # suite crate index
     printf '%s\t%s\t%s\n' "$id" "$ops" "$ir"
   done <"$dir/ids" >"$dir/counts"
 }
-log "callgrind: every case of every crate, $jobs at a time"
+log "callgrind: every case of every crate, $jobs at a time (the threads suite aside)"
 pids=()
-for suite in "${suites[@]}"; do
+for suite in "${table_suites[@]}"; do
   i=0
   while IFS= read -r krate; do
     i=$((i + 1))
@@ -423,7 +565,8 @@ log "callgrind: $(wc -l <"$work/counts.tsv") cases counted"
 memory_pass
 
 # ---- 4. charts ----
-draw_charts '*.svg' --criterion "$work/criterion.json" --counts "$work/counts.tsv" \
+cat "$work/criterion.json" "$work/threads.json" >"$work/criterion-all.json"
+draw_charts '*.svg' --criterion "$work/criterion-all.json" --counts "$work/counts.tsv" \
   --memory "$work/memory.tsv"
 # The charts section of the report: the workloads' charts shown, every suite's linked.
 charts_md() {
@@ -459,6 +602,7 @@ function ps(v, u) {
 }
 /^## Table of Contents/ { toc = 1 }
 toc && /^$/ && seen_entry {
+  if (threads) print "- [Threads](#threads)"
   print "- [Charts](#charts)"
   print "- [Instructions per operation](#instructions-per-operation)"
   print "- [Memory use](#memory-use)"
@@ -545,7 +689,8 @@ malloc_line=$(grep -o 'set(M_[A-Z_]*, [^)]*)' benches/src/lib.rs | paste -sd';' 
   || echo "(see fix_malloc_thresholds)")
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
-  awk -v rerun_rows="$work/rerun-rows" "$fastest_awk" "$work/tables.md"
+  awk -v rerun_rows="$work/rerun-rows" -v threads="$threads_suite" "$fastest_awk" "$work/tables.md"
+  cat "$work/threads.md"
   charts_md
   cat <<EOF
 ## Instructions per operation
