@@ -221,7 +221,8 @@ impl<'a> Iterator for ChunkIter<'a> {
         // reads of `len` bytes for `'a`, which holds the arena borrowed mutably (the contract of
         // `new`): nothing writes them meanwhile. Any byte is a valid `MaybeUninit<u8>`. The
         // ranges yielded do not overlap.
-        Some(unsafe { core::slice::from_raw_parts(start.cast::<MaybeUninit<u8>>(), len) })
+        let bytes = unsafe { core::slice::from_raw_parts(start.cast::<MaybeUninit<u8>>(), len) };
+        Some(bytes)
     }
 }
 

@@ -390,7 +390,7 @@ impl LargeList {
             if x.0.addr().get() == target {
                 return Some(x);
             }
-            b = x.older().map(Large);
+            b = x.next_older();
         }
         None
     }
@@ -402,7 +402,7 @@ impl LargeList {
 
     /// The blocks, newest first. The list must not change while this is read.
     pub(crate) fn blocks(&self) -> impl Iterator<Item = Large> + '_ {
-        core::iter::successors(self.newest.get(), |b| b.older().map(Large))
+        core::iter::successors(self.newest.get(), |b| b.next_older())
     }
 
     /// Unlinks and returns the newest block if it was made at or after `mark`.

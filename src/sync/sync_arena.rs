@@ -62,8 +62,8 @@ pub(crate) use self::reset::SharedCheckpoint;
 /// assert_eq!(*arena.alloc(7u8), 7); // the shared path
 /// ```
 pub struct SyncArena<A: Allocator = Global> {
-    /// The chunk being bumped (null before the first one). Stored with Release after the chunk's
-    /// header is written, loaded with Acquire.
+    /// The chunk being bumped (an empty header before the first one, see `Current`). Stored with
+    /// Release after the chunk's header is written, loaded with Acquire.
     current: Current,
     chunks: Mutex<Chunks>,
     alloc: A,

@@ -125,10 +125,7 @@ impl RawArena {
     #[inline]
     pub(crate) unsafe fn reset<S: ChunkSource + ?Sized>(&self, src: &S) {
         // With nothing kept on `src` (never so for an `Arena`), any large block in use goes.
-        if src
-            .kept()
-            .map_or(self.large.newest().is_some(), |k| !k.idle())
-        {
+        if src.kept().map_or(!self.large.is_empty(), |k| !k.idle()) {
             // SAFETY: forwarded from the caller.
             unsafe { self.retire_all_large(src) };
         }

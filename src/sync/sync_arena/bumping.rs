@@ -406,12 +406,9 @@ impl<A: Allocator> SyncArena<A> {
         }
         // Succeeds only when `to` is the cursor, which proves `[from, to)` lies in this chunk
         // (chunks do not overlap, and the cursor is inside its own chunk).
-        self.current
-            .with(Ordering::Acquire, |c| {
-                c.move_cursor(to.addr().get(), from.addr().get())
-                    .then_some(())
-            })
-            .is_some()
+        self.current.holds(Ordering::Acquire, |c| {
+            c.move_cursor(to.addr().get(), from.addr().get())
+        })
     }
 
     /// In-place growth of the last block `[p, p + old)` to `new_size`, if it is the last block of
@@ -423,11 +420,9 @@ impl<A: Allocator> SyncArena<A> {
         let Some(to) = p.addr().get().checked_add(new_size) else {
             return false;
         };
-        self.current
-            .with(Ordering::Acquire, |c| {
-                (to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(from, to)).then_some(())
-            })
-            .is_some()
+        self.current.holds(Ordering::Acquire, |c| {
+            to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(from, to)
+        })
     }
 
     /// In-place shrink of the last block `[p, p + old)` to `new_size <= old`, if it is the last
@@ -438,8 +433,7 @@ impl<A: Allocator> SyncArena<A> {
         // `p + old` ends the caller's block, so neither sum overflows.
         let (from, to) = (p.addr().get() + old, p.addr().get() + new_size);
         self.current
-            .with(Ordering::Acquire, |c| c.move_cursor(from, to).then_some(()))
-            .is_some()
+            .holds(Ordering::Acquire, |c| c.move_cursor(from, to))
     }
 }
 

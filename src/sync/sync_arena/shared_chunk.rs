@@ -44,9 +44,10 @@ const _: () = assert!(EXTRA_HEADER == 0);
 
 /// The chunk that threads bump without the lock: a chunk of the arena, or, while it has none, a
 /// header that no request fits. Outside loom that is a static header whose cursor (1) lies above
-/// its limit (0): every bump of it fails its room test, and every compare-and-swap of its cursor
-/// fails (a caller's addresses lie in chunks, never at 1), so the fast paths bump it without a
-/// null test ([`with`](Self::with)). Under loom, whose atomics cannot be built in a static, it is a
+/// its limit (0): every bump of it fails its room test, and a compare-and-swap of its cursor
+/// expects the end of a caller's block, which is never 1 but for an empty block dangling at 1,
+/// whose swap writes 1 back. The header never changes, so the fast paths bump it without a null
+/// test ([`with`](Self::with)). Under loom, whose atomics cannot be built in a static, it is a
 /// null pointer, tested.
 pub(super) struct Current(AtomicPtr<SharedHeader>);
 
@@ -55,8 +56,8 @@ pub(super) struct Current(AtomicPtr<SharedHeader>);
 struct NoChunk(SharedHeader);
 
 // SAFETY: threads reach the header only through `Current::with`, which reads its atomics and
-// attempts compare-and-swaps on its cursor that fail (see `Current`); `size` and `next` are
-// never read or written through it.
+// attempts compare-and-swaps on its cursor that leave it at 1 (see `Current`); `size` and
+// `next` are never read or written through it.
 #[cfg(not(loom))]
 unsafe impl Sync for NoChunk {}
 
@@ -91,17 +92,18 @@ impl Current {
     /// The current chunk, if any.
     #[inline(always)]
     pub(super) fn get(&self, order: Ordering) -> Option<SharedChunk> {
-        let p = self.0.load(order);
-        if p == Current::none() {
-            return None;
-        }
-        NonNull::new(p).map(SharedChunk)
+        Current::chunk_at(self.0.load(order))
     }
 
     /// The current chunk of an arena held exclusively.
     #[cfg(test)]
     pub(super) fn get_mut(&mut self) -> Option<SharedChunk> {
-        let p = *self.0.get_mut();
+        Current::chunk_at(*self.0.get_mut())
+    }
+
+    /// The chunk a value of `Current` points at, if it is one.
+    #[inline(always)]
+    fn chunk_at(p: *mut SharedHeader) -> Option<SharedChunk> {
         if p == Current::none() {
             return None;
         }
@@ -140,6 +142,13 @@ impl Current {
         {
             NonNull::new(p).and_then(|c| f(SharedChunk(c)))
         }
+    }
+
+    /// [`with`](Self::with) for a test: whether `f` holds of the current chunk (of the empty
+    /// header only for a swap that leaves its cursor as it is, see [`Current`]).
+    #[inline(always)]
+    pub(super) fn holds(&self, order: Ordering, f: impl FnOnce(SharedChunk) -> bool) -> bool {
+        self.with(order, |c| f(c).then_some(())).is_some()
     }
 }
 
