@@ -507,6 +507,15 @@ impl<A: Allocator> Pool<A> {
         self.map.get(p.addr().get()).is_some()
     }
 
+    /// Whether a slot can be taken without a new slab: a free one, or one left to carve (how a
+    /// `SyncPool` refill stops before it would make the shard grow).
+    #[inline]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn has_spare_slot(&self) -> bool {
+        self.free.has_any()
+            || self.carve_end.get().addr().get() - self.carve.get().addr().get() >= self.shape.size
+    }
+
     // ----- the slot path -----
 
     /// Takes a slot. `slot` is the slot size, `self.shape.size` (a caller may pass it as a

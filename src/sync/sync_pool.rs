@@ -14,6 +14,9 @@ use super::shim::{AtomicBool, AtomicUsize, Me, Ordering, ReentrantLock};
 use crate::arena::dangling;
 use crate::error::Failure;
 use crate::pool::{Pool, PoolStats, SlotShape, relocate, resize_in_place};
+use cache::{BATCH, RegistryRef};
+
+mod cache;
 
 /// A thread-safe pool of fixed-size slots: [`Pool`]'s behaviour through `&SyncPool` from any
 /// thread, including blocks allocated on one thread and freed on another.
@@ -70,6 +73,10 @@ struct Shared<A: Allocator> {
     slot_layout: Layout,
     /// The shards' slot shape (every shard's `Pool` is made for `slot_layout`).
     shape: SlotShape,
+    /// A whole slot (`shape`'s size and alignment): how slots move between caches and shards.
+    whole_slot: Layout,
+    /// The threads' caches of this pool.
+    registry: RegistryRef,
     /// Blocks of layouts that do not fit a slot, held from the backing allocator.
     fallback: AtomicUsize,
     /// Strict mode: layouts that do not fit a slot are refused (see `SyncPool::set_strict`).
@@ -264,13 +271,22 @@ impl<A: Allocator> SyncPool<A> {
         // Valid until it is freed in `Drop` (as a `Box`: the global allocator, this layout),
         // after the shards.
         let shared = NonNull::new(raw).ok_or(state)?;
+        let shape = SlotShape::for_layout(layout);
+        let Some(registry) = RegistryRef::new() else {
+            // SAFETY: allocated above with `state`, not written.
+            unsafe { alloc::alloc::dealloc(raw.cast(), state) };
+            return Err(Layout::new::<cache::Registry>());
+        };
         // SAFETY: a fresh block for one `Shared`, written whole before any use.
         unsafe {
             shared.as_ptr().write(Shared {
                 shards: Vec::new(),
                 mask: n - 1,
                 slot_layout: layout,
-                shape: SlotShape::for_layout(layout),
+                shape,
+                // A slot's size is a multiple of its alignment, a power of two.
+                whole_slot: Layout::from_size_align(shape.size, shape.align).unwrap_or(layout),
+                registry,
                 fallback: AtomicUsize::new(0),
                 strict: AtomicBool::new(false),
                 alloc,
@@ -412,6 +428,8 @@ impl<A: Allocator> SyncPool<A> {
             total.slabs += s.slabs;
             total.bytes_held += s.bytes_held;
         }
+        // The shards count the slots in the threads' caches as in use; they are not.
+        total.in_use = total.in_use.saturating_sub(shared.registry.cached());
         total
     }
 
@@ -436,6 +454,7 @@ impl<A: Allocator> SyncPool<A> {
                 unsafe { (*self.0).allocator().exclusive.set(false) };
             }
         }
+        self.take_back_caches();
         for shard in self.shards_mut() {
             let pool: *mut Pool<Backing<A>> = shard.0.get_mut();
             // SAFETY: `pool` comes from the `&mut` above, and is used only through this pointer
@@ -451,9 +470,20 @@ impl<A: Allocator> SyncPool<A> {
     /// Forgets every slot (all become free) and keeps the slabs. Needs `&mut self`, so no block
     /// of the pool is alive.
     pub fn reset(&mut self) {
+        // Emptied first: a cached slot must not be handed out again after the reset.
+        self.take_back_caches();
         for shard in self.shards_mut() {
             shard.0.get_mut().reset();
         }
+    }
+
+    /// Gives every slot of the threads' caches back to its shard. Needs `&mut self`: no thread is
+    /// inside the pool, so none uses its cache meanwhile (see `cache::Registry::take_back`).
+    fn take_back_caches(&mut self) {
+        let s = self.shared();
+        s.registry.take_back(false, |p| {
+            self.give_back(&mut [p], 0);
+        });
     }
 
     /// The shards, for the `&mut self` methods.
@@ -528,16 +558,15 @@ impl<A: Allocator> SyncPool<A> {
     fn allocate_with(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
         let s = self.shared();
         if self.pooled(layout) {
-            // The home shard is masked to the shard count: `get` never fails, and keeps this
-            // path free of a bounds-check panic.
-            let me = Me::get();
-            let shard = s.shards.get(me.hint() & s.mask).ok_or(AllocError)?;
-            let pool = shard.0.lock(me);
+            let p = match cache::pop(s.registry.key()) {
+                Some(p) => p,
+                None => self.take_slot_slow()?,
+            };
             if zeroed {
-                pool.allocate_zeroed(layout)
-            } else {
-                pool.allocate(layout)
+                // SAFETY: a slot of `shape.size` bytes, ours now, valid for all of them.
+                unsafe { p.write_bytes(0, s.shape.size) };
             }
+            Ok(NonNull::slice_from_raw_parts(p, s.shape.size))
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else if s.strict.load(Ordering::Relaxed) {
@@ -559,6 +588,24 @@ impl<A: Allocator> SyncPool<A> {
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
         let s = self.shared();
         if self.pooled(layout) {
+            if layout.size() == s.shape.size {
+                // Debug builds: a foreign pointer is caught before it is cached (not under
+                // loom, whose models would explore every extra lock taken).
+                #[cfg(all(debug_assertions, not(loom)))]
+                if self.with_owner(p, |_| ()).is_none() {
+                    panic!(
+                        "arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool"
+                    );
+                }
+                // The caller's pointer is valid for the whole slot (the layout's size): it may be
+                // handed out again as it is.
+                if !cache::push(s.registry.key(), p) {
+                    self.cache_slot_slow(p);
+                }
+                return;
+            }
+            // A pointer narrowed to less than the slot: given back to its shard at once, which
+            // re-derives the slot's pointer from its slab's.
             // SAFETY: the caller's block, a slot of the shard pool that holds it.
             let freed = self.with_owner(p, |pool| unsafe { pool.deallocate(p, layout) });
             if freed.is_none() && cfg!(debug_assertions) {
@@ -570,6 +617,127 @@ impl<A: Allocator> SyncPool<A> {
             // layout alone).
             unsafe { s.alloc.deallocate(p, layout) }
         }
+    }
+
+    /// An allocation the thread's cache could not serve: from the cache after a refill (from an
+    /// orphaned cache, or a batch from the thread's shard), or from the shard directly when the
+    /// thread cannot use its cache (a nested call from the backing allocator, or a thread that
+    /// is exiting).
+    #[cold]
+    #[inline(never)]
+    fn take_slot_slow(&self) -> Result<NonNull<u8>, AllocError> {
+        let s = self.shared();
+        let Some(busy) = cache::enter(&s.registry) else {
+            let mut one = [NonNull::dangling()];
+            self.take_slots(&mut one)?;
+            let [p] = one;
+            return Ok(p);
+        };
+        let cache = busy.cache();
+        if let Some(p) = cache.pop() {
+            return Ok(p);
+        }
+        if s.registry.adopt(cache) == 0 {
+            let mut got = [NonNull::dangling(); BATCH];
+            let n = self.take_slots(&mut got)?;
+            // Reversed: the first slot taken is handed out first.
+            for &p in got.iter().take(n).rev() {
+                cache.push_slow(p);
+            }
+        }
+        cache.pop().ok_or(AllocError)
+    }
+
+    /// Takes up to `out.len()` slots from the thread's shard into `out`, under one lock: at
+    /// least one (which may take a new slab), then those the shard has without a new slab.
+    /// Returns how many.
+    fn take_slots(&self, out: &mut [NonNull<u8>]) -> Result<usize, AllocError> {
+        let s = self.shared();
+        let me = Me::get();
+        // The home shard is masked to the shard count: `get` never fails.
+        let shard = s.shards.get(me.hint() & s.mask).ok_or(AllocError)?;
+        let pool = shard.0.lock(me);
+        let mut n = 0;
+        for slot in out.iter_mut() {
+            if n > 0 && !pool.has_spare_slot() {
+                break;
+            }
+            match pool.allocate(s.whole_slot) {
+                Ok(p) => *slot = p.cast(),
+                Err(e) if n == 0 => return Err(e),
+                Err(_) => break,
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// A whole slot freed that the thread's cache could not take: into the cache after giving
+    /// its oldest half back to the shards, or to its shard directly when the thread cannot use
+    /// its cache (see `take_slot_slow`).
+    #[cold]
+    #[inline(never)]
+    fn cache_slot_slow(&self, p: NonNull<u8>) {
+        let s = self.shared();
+        let Some(busy) = cache::enter(&s.registry) else {
+            // SAFETY: `p` is a live slot of this pool (the caller's contract), of a whole slot.
+            let freed = self.with_owner(p, |pool| unsafe { pool.deallocate(p, s.whole_slot) });
+            if freed.is_none() && cfg!(debug_assertions) {
+                panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
+            }
+            return;
+        };
+        let cache = busy.cache();
+        #[cfg(debug_assertions)]
+        if cache.holds(p) {
+            panic!("arena-pool: SyncPool::deallocate: double free of {p:p}");
+        }
+        if cache.len() == cache::CAP {
+            let mut out = [NonNull::dangling(); BATCH];
+            let k = cache.take_oldest(&mut out);
+            let hint = self.give_back(&mut out[..k], cache.hint.get());
+            cache.hint.set(hint);
+        }
+        cache.push_slow(p);
+    }
+
+    /// Gives cached slots (whole slots of this pool, taken from their shards and not in use)
+    /// back to their shards, one lock per shard that holds some of them, trying shard `first`
+    /// first. Returns the last shard that took one.
+    fn give_back(&self, slots: &mut [NonNull<u8>], first: usize) -> usize {
+        let s = self.shared();
+        let me = Me::get();
+        let mut left = slots.len();
+        let mut last = first;
+        for k in 0..s.shards.len() {
+            if left == 0 {
+                break;
+            }
+            let i = first.wrapping_add(k) & s.mask;
+            let Some(shard) = s.shards.get(i) else {
+                continue; // never: the index is masked to the shard count
+            };
+            let pool = shard.0.lock(me);
+            let mut kept = 0;
+            for j in 0..left {
+                let Some(&p) = slots.get(j) else { break };
+                if pool.owns(p) {
+                    // SAFETY: a whole slot of this shard's pool, taken from it, not in use.
+                    unsafe { pool.deallocate(p, s.whole_slot) };
+                    last = i;
+                } else if let Some(slot) = slots.get_mut(kept) {
+                    *slot = p;
+                    kept += 1;
+                }
+            }
+            left = kept;
+        }
+        if left != 0 && cfg!(debug_assertions) {
+            panic!(
+                "arena-pool: SyncPool::deallocate: a cached slot was not allocated by this pool"
+            );
+        }
+        last
     }
 
     /// `grow`, `grow_zeroed`, `shrink`: in place within a slot, by `A` when both layouts go
@@ -637,6 +805,9 @@ impl<A: Allocator> Drop for SyncPool<A> {
                 drop(unsafe { Box::from_raw(self.0) });
             }
         }
+        // The caches first: emptied, and the registry marked dead, so that no thread reaches
+        // the pool through its cache any more (their slots go with the slabs).
+        self.shared().registry.take_back(true, |_| {});
         let shared = FreeShared(self.shared.as_ptr());
         // The shards first, through the raw pointer: their pools give their slabs back through
         // `Backing` pointers to `alloc`, which a `Box` of the whole `Shared` would invalidate.
