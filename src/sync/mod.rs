@@ -25,7 +25,13 @@
 //! - A large block's header is read without the lock only while no list holds it: threads relink
 //!   the list under the lock, which writes the headers of the blocks next to theirs, so what a
 //!   caller needs of a block is read before it is linked.
-//! - `SyncPool` has no lock-free structure: each shard's `Mutex` orders every use of its slots.
+//! - `SyncPool` has no lock-free structure: each shard's `Mutex` orders every use of its slots,
+//!   and the registry's lock every use of a thread's cache by another thread (the statistics,
+//!   `trim`, `reset`, drop, a thread's exit). A cache's owner updates its count with `Relaxed`
+//!   stores: another thread reads it exactly only when something else orders the owner's last use
+//!   before the read (a join, the `&mut` of `trim`); the registry's `alive` flag is cleared with
+//!   `Release` after the pool's last use of the caches and read with `Acquire` by a thread that
+//!   frees its cache of a dead pool.
 
 mod local;
 mod shim;

@@ -31,10 +31,27 @@ mod cache;
 ///   every shard keeps exact counts and [`trim`](SyncPool::trim) stays exact;
 /// - layouts that do not fit a slot go straight to the backing allocator, with no lock.
 ///
+/// In front of the shards, each thread keeps a **cache** of up to 64 free slots per pool: an
+/// allocation, and a free of a whole slot (a `Box<T>` of the pool's `T`), take from it and give
+/// to it with no lock and no atomic read-modify-write, on any thread (slots are interchangeable
+/// within a pool, so a block freed on another thread goes to that thread's cache). Slots move
+/// between a cache and the shards 32 at a time, in one lock: an empty cache takes a batch from
+/// its thread's shard, a full one gives its oldest half back to their shards.
+/// - The statistics count cached slots as free: [`stats`](SyncPool::stats) is exact whenever no
+///   thread is inside the pool.
+/// - [`trim`](SyncPool::trim), [`reset`](SyncPool::reset) and drop take every cache back first,
+///   so no cached slot outlives the pool or keeps a slab from being trimmed.
+/// - A thread's exit gives its cached slots to the pool, where the next thread that needs slots
+///   takes them.
+/// - A free of a layout smaller than the slot (a pointer narrowed to it) goes to its shard at
+///   once, as does every call on a thread while it is inside the backing allocator for this pool
+///   (re-entrancy) or exiting.
+///
 /// There is no lock-free list, so no ABA problem; each lock's acquire/release orders the slot
-/// links and the block contents between the threads that use a slot in turn. Memory goes back to
-/// the backing allocator only through `&mut self` ([`trim`](SyncPool::trim)) or drop, when no
-/// other thread can be inside the pool.
+/// links and the block contents between the threads that use a slot in turn (a slot freed into
+/// another thread's cache reaches it with the block, by whatever sent the block there). Memory
+/// goes back to the backing allocator only through `&mut self` ([`trim`](SyncPool::trim)) or
+/// drop, when no other thread can be inside the pool.
 ///
 /// `SyncPool` is `Sync` when `A` is, and `Send` when `A` is `Send + Sync`.
 ///
@@ -402,8 +419,8 @@ impl<A: Allocator> SyncPool<A> {
         &self.shared().alloc
     }
 
-    /// Statistics, summed over the shards (each locked in turn, so a snapshot only while no
-    /// other thread uses the pool).
+    /// Statistics, summed over the shards (each locked in turn) less the slots in the threads'
+    /// caches: a snapshot only while no other thread uses the pool.
     ///
     /// ```
     /// use arena_pool::allocator_api2::boxed::Box;
@@ -443,7 +460,8 @@ impl<A: Allocator> SyncPool<A> {
         self.stats().capacity
     }
 
-    /// Returns every slab with no slot in use to the backing allocator.
+    /// Returns every slab with no slot in use to the backing allocator, after taking back the
+    /// slots of every thread's cache.
     pub fn trim(&mut self) {
         /// Clears a shard's `exclusive` flag when its `trim` returns or unwinds.
         struct Exclusive<A: Allocator>(*mut Pool<Backing<A>>);
@@ -467,8 +485,8 @@ impl<A: Allocator> SyncPool<A> {
         }
     }
 
-    /// Forgets every slot (all become free) and keeps the slabs. Needs `&mut self`, so no block
-    /// of the pool is alive.
+    /// Forgets every slot (all become free, the threads' caches emptied) and keeps the slabs.
+    /// Needs `&mut self`, so no block of the pool is alive.
     pub fn reset(&mut self) {
         // Emptied first: a cached slot must not be handed out again after the reset.
         self.take_back_caches();
