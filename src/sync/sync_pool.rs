@@ -562,7 +562,7 @@ impl<A: Allocator> SyncPool<A> {
         None
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         self.allocate_with(layout, false)
     }
@@ -572,20 +572,29 @@ impl<A: Allocator> SyncPool<A> {
         self.allocate_with(layout, true)
     }
 
-    #[inline]
+    #[inline(always)]
     fn allocate_with(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
         let s = self.shared();
-        if self.pooled(layout) {
-            let p = match cache::pop(s.registry.key()) {
-                Some(p) => p,
-                None => self.take_slot_slow()?,
-            };
-            if zeroed {
-                // SAFETY: a slot of `shape.size` bytes, ours now, valid for all of them.
-                unsafe { p.write_bytes(0, s.shape.size) };
-            }
-            Ok(NonNull::slice_from_raw_parts(p, s.shape.size))
-        } else if layout.size() == 0 {
+        if !self.pooled(layout) {
+            return self.allocate_other(layout, zeroed);
+        }
+        let p = match cache::pop(s.registry.key()) {
+            Some(p) => p,
+            None => self.take_slot_slow()?,
+        };
+        if zeroed {
+            // SAFETY: a slot of `shape.size` bytes, ours now, valid for all of them.
+            unsafe { p.write_bytes(0, s.shape.size) };
+        }
+        Ok(NonNull::slice_from_raw_parts(p, s.shape.size))
+    }
+
+    /// A layout that does not fit a slot: a dangling block when empty, the backing allocator's
+    /// otherwise. Out of line, so that the slot path stays small enough to inline.
+    #[inline(never)]
+    fn allocate_other(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
+        let s = self.shared();
+        if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else if s.strict.load(Ordering::Relaxed) {
             Err(AllocError)
@@ -602,28 +611,37 @@ impl<A: Allocator> SyncPool<A> {
 
     /// # Safety
     /// The `Allocator::deallocate` contract.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
         let s = self.shared();
-        if self.pooled(layout) {
-            if layout.size() == s.shape.size {
-                // Debug builds: a foreign pointer is caught before it is cached (not under
-                // loom, whose models would explore every extra lock taken).
-                #[cfg(all(debug_assertions, not(loom)))]
-                if self.with_owner(p, |_| ()).is_none() {
-                    panic!(
-                        "arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool"
-                    );
-                }
-                // The caller's pointer is valid for the whole slot (the layout's size): it may be
-                // handed out again as it is.
-                if !cache::push(s.registry.key(), p) {
-                    self.cache_slot_slow(p);
-                }
-                return;
+        // A pooled layout of the slot's size: the caller's pointer is valid for the whole slot,
+        // and may be handed out again as it is.
+        if layout.size() == s.shape.size && self.pooled(layout) {
+            // Debug builds: a foreign pointer is caught before it is cached (not under loom,
+            // whose models would explore every extra lock taken).
+            #[cfg(all(debug_assertions, not(loom)))]
+            if self.with_owner(p, |_| ()).is_none() {
+                panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
             }
-            // A pointer narrowed to less than the slot: given back to its shard at once, which
-            // re-derives the slot's pointer from its slab's.
+            if !cache::push(s.registry.key(), p) {
+                self.cache_slot_slow(p);
+            }
+            return;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.deallocate_other(p, layout) }
+    }
+
+    /// `deallocate` of a block that is not a whole slot: a pointer narrowed to less than its
+    /// slot (given back to its shard at once, which re-derives the slot's pointer from its
+    /// slab's), or a block of the backing allocator. Out of line, as `allocate_other`.
+    ///
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    #[inline(never)]
+    unsafe fn deallocate_other(&self, p: NonNull<u8>, layout: Layout) {
+        let s = self.shared();
+        if self.pooled(layout) {
             // SAFETY: the caller's block, a slot of the shard pool that holds it.
             let freed = self.with_owner(p, |pool| unsafe { pool.deallocate(p, layout) });
             if freed.is_none() && cfg!(debug_assertions) {
