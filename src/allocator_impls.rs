@@ -139,7 +139,9 @@ unsafe impl<A: Allocator> Allocator for crate::SyncArena<A> {
     }
 }
 
-/// Implements `Allocator` for a pool type with inherent `*_impl` methods.
+/// Implements `Allocator` for a pool type with inherent `*_impl` methods. A failure goes through
+/// the pool's `refused`, out of line, which raises the allocation limit's panic when the pool
+/// asks for it.
 macro_rules! pool_allocator {
     ([$($generics:tt)*] $ty:ty) => {
         // SAFETY: pooled blocks are distinct free slots of slabs or pages the pool owns (a slot is on a
@@ -150,12 +152,12 @@ macro_rules! pool_allocator {
         unsafe impl<$($generics)*> Allocator for $ty {
             #[inline]
             fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-                self.allocate_impl(layout)
+                self.allocate_impl(layout).map_err(|_| self.refused())
             }
 
             #[inline]
             fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-                self.allocate_zeroed_impl(layout)
+                self.allocate_zeroed_impl(layout).map_err(|_| self.refused())
             }
 
             #[inline]
@@ -173,6 +175,7 @@ macro_rules! pool_allocator {
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::grow` contract.
                 unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+                    .map_err(|_| self.refused())
             }
 
             #[inline]
@@ -184,6 +187,7 @@ macro_rules! pool_allocator {
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
                 unsafe { self.reallocate_impl(ptr, old_layout, new_layout, true) }
+                    .map_err(|_| self.refused())
             }
 
             #[inline]
@@ -195,6 +199,7 @@ macro_rules! pool_allocator {
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
                 unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+                    .map_err(|_| self.refused())
             }
         }
     };

@@ -58,6 +58,7 @@ impl<A: Allocator> SizeClassPool<A> {
             return Ok(page);
         }
         if self.backing_call.in_progress() {
+            self.alloc.refused_otherwise();
             return Err(AllocError);
         }
         let block = class_size(class);
@@ -146,6 +147,9 @@ impl<A: Allocator> SizeClassPool<A> {
     /// the address map (through which `Drop` finds every page held).
     fn new_page_from_backing(&self, size: usize) -> Result<Page, AllocError> {
         let layout = Layout::from_size_align(size, GRANULE).map_err(|_| AllocError)?;
+        if !self.alloc.admits(size) {
+            return Err(AllocError);
+        }
         let granules = size.div_ceil(GRANULE);
         let block = self.backing_call.run(|| {
             self.map.reserve(granules, &self.alloc)?;
