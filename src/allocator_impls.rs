@@ -150,7 +150,9 @@ macro_rules! pool_allocator {
         // may pass for a block. Blocks stay valid until deallocated, `reset`, `trim` or drop, which need
         // `&mut`/ownership. Moving the pool does not move its slabs.
         unsafe impl<$($generics)*> Allocator for $ty {
-            #[inline]
+            // Always inlined: it is the pool's rule and an out-of-line error path, and a grow
+            // that moves a block (`relocate`) allocates through it.
+            #[inline(always)]
             fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
                 self.allocate_impl(layout).map_err(|_| self.refused())
             }

@@ -393,6 +393,10 @@ impl<A: Allocator> SizeClassPool<A> {
     /// # Safety
     /// The page holds no block in use (nor recently freed blocks), is in no class list, is
     /// neither a class's spare nor draining page, and is out of the cache and its counts.
+    ///
+    /// Out of line: a call into the backing allocator, rare on the free path that reaches it.
+    #[cold]
+    #[inline(never)]
     pub(super) unsafe fn release(&self, page: Page) {
         let size = page.size();
         self.pages.set(self.pages.get() - 1);
