@@ -11,9 +11,10 @@ use alloc::vec::Vec;
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicBool, AtomicUsize, Me, Ordering, ReentrantLock};
-use crate::arena::dangling;
+use crate::arena::{Budget, dangling};
 use crate::error::Failure;
-use crate::pool::{Pool, PoolStats, SlotShape, relocate, resize_in_place};
+use crate::pool::{Pool, PoolStats, SlotShape, boxed, relocate, resize_in_place};
+use crate::reentry::OnUnwind;
 use cache::{BATCH, RegistryRef};
 
 mod cache;
@@ -98,7 +99,77 @@ struct Shared<A: Allocator> {
     fallback: AtomicUsize,
     /// Strict mode: layouts that do not fit a slot are refused (see `SyncPool::set_strict`).
     strict: AtomicBool,
+    /// The allocation limit, and the bytes held from `alloc` by every shard and the blocks that
+    /// do not fit a slot.
+    limit: SharedLimit,
     alloc: A,
+}
+
+/// A `SyncPool`'s allocation limit: the arenas' rule (`Budget`) over a count of the bytes held
+/// that every thread updates. A request is counted before its call into the backing allocator
+/// (a compare-and-swap that admits it only under the limit), so that requests of several
+/// threads at once never pass the limit together, and taken off again when the call fails.
+struct SharedLimit {
+    /// The limit, when `limited` is set.
+    limit: AtomicUsize,
+    limited: AtomicBool,
+    /// Bytes held from the backing allocator, or being taken from it.
+    held: AtomicUsize,
+    panic_on_limit: AtomicBool,
+}
+
+impl SharedLimit {
+    fn new() -> SharedLimit {
+        SharedLimit {
+            limit: AtomicUsize::new(0),
+            limited: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            panic_on_limit: AtomicBool::new(false),
+        }
+    }
+
+    fn get(&self) -> Option<usize> {
+        self.limited
+            .load(Ordering::Relaxed)
+            .then(|| self.limit.load(Ordering::Relaxed))
+    }
+
+    /// Sets the limit. A request made meanwhile by another thread is measured against the old
+    /// limit or the new one; each is a valid answer for a call that races the setting.
+    fn set(&self, limit: Option<usize>) {
+        if let Some(limit) = limit {
+            self.limit.store(limit, Ordering::Relaxed);
+        }
+        self.limited.store(limit.is_some(), Ordering::Relaxed);
+    }
+
+    /// Counts `more` bytes as held if the limit admits them (`Err` when it does not).
+    fn take(&self, more: usize) -> Result<(), ()> {
+        let limit = self.get();
+        self.held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                Budget { limit, held }.admit(more).ok()?;
+                held.checked_add(more)
+            })
+            .map(drop)
+            .map_err(drop)
+    }
+
+    /// Counts `bytes` as no longer held.
+    fn give(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+/// What a `SyncPool` request does when the allocation limit refuses it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnLimit {
+    /// Returns `Err` (`try_alloc`).
+    Err,
+    /// Panics if the pool panics on its limit (the `Allocator` methods).
+    AsAsked,
+    /// Panics (`alloc`).
+    Panic,
 }
 
 /// One shard, on a cache line (pair) of its own. The lock is re-entrant: the shard's pool calls
@@ -110,12 +181,70 @@ struct Shard<A: Allocator>(ReentrantLock<Pool<Backing<A>>>);
 
 /// The backing allocator as the pool of shard `shard` sees it: a pointer to the `Shared` that
 /// holds the one allocator of the `SyncPool`.
+///
+/// Every call of the `SyncPool` into its backing allocator goes through a `Backing`, which counts
+/// the bytes against the pool's limit: a shard's (for its slabs and its address map), or one
+/// with no shard (`SyncPool::direct`, for the blocks that do not fit a slot).
 struct Backing<A: Allocator> {
     shared: NonNull<Shared<A>>,
+    /// The shard, or an index past the shards for the blocks that do not fit a slot.
     shard: usize,
     /// Set while the shard is held through `&mut SyncPool` (in `trim`), not through its lock:
     /// the shards are then borrowed mutably, and must not be reached from here.
     exclusive: Cell<bool>,
+    /// Whether the last request made here was refused by the limit (read by the thread that
+    /// made it, under the shard's lock, or on its own `direct` view).
+    refused: Cell<bool>,
+}
+
+impl<A: Allocator> Backing<A> {
+    /// The pool's limit. Only this field of `Shared` is referenced: `trim` holds the shards
+    /// mutably meanwhile.
+    fn limit(&self) -> &SharedLimit {
+        // SAFETY: `shared` is alive (see `Send` below); the field is never borrowed mutably.
+        unsafe { &(*self.shared.as_ptr()).limit }
+    }
+
+    /// Runs `call`, a request to the backing allocator for `more` bytes counted as held
+    /// meanwhile if the limit admits them: they stay counted when it succeeds, and are given
+    /// back when it fails or unwinds.
+    fn taking(
+        &self,
+        more: usize,
+        call: impl FnOnce() -> Result<NonNull<[u8]>, AllocError>,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let limit = self.limit();
+        if limit.take(more).is_err() {
+            self.refused.set(true);
+            return Err(AllocError);
+        }
+        let undo = OnUnwind::new(|| limit.give(more));
+        let r = call();
+        undo.disarm();
+        // Admitted: what nested requests in `call` did to the flag does not describe this one.
+        self.refused.set(false);
+        if r.is_err() {
+            limit.give(more);
+        }
+        r
+    }
+
+    /// Calls `f` with the backing allocator, recording the thread as the holder of the shard's
+    /// lock meanwhile (when this is a shard's and the shards are reached through their locks).
+    fn call<R>(&self, f: impl FnOnce(&A) -> R) -> R {
+        if self.exclusive.get() {
+            // SAFETY: `shared` is alive; the allocator is reached through a shared reference
+            // to its field only: `trim` holds the shards mutably.
+            return f(unsafe { &(*self.shared.as_ptr()).alloc });
+        }
+        // SAFETY: `shared` is alive (see `Send` below); only shared references to its fields
+        // are made, and no `&mut` to the shards exists unless `exclusive` is set.
+        let shared = unsafe { self.shared.as_ref() };
+        match shared.shards.get(self.shard) {
+            Some(shard) => shard.0.holding(Me::get(), || f(&shared.alloc)),
+            None => f(&shared.alloc),
+        }
+    }
 }
 
 // SAFETY: `Backing` is a shared reference to the `SyncPool`'s `Shared`, which outlives every
@@ -124,43 +253,73 @@ struct Backing<A: Allocator> {
 // holds the shard (under its lock, or through `&mut SyncPool`).
 unsafe impl<A: Allocator + Sync> Send for Backing<A> {}
 
-// SAFETY: every method forwards to the `A` in `Shared`, which is alive (see above).
+// SAFETY: every method forwards to the `A` in `Shared`, which is alive (see above), and only
+// counts bytes against the limit.
 unsafe impl<A: Allocator> Allocator for Backing<A> {
     /// Called by the shard's pool with the shard's lock held (for a slab or an address-map
     /// table): the thread is recorded as the holder meanwhile, so that the backing allocator
-    /// may use this `SyncPool` on it without a deadlock.
+    /// may use this `SyncPool` on it without a deadlock. Or, with no shard, for a block that
+    /// does not fit a slot.
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: `shared` is alive (see above); only shared references to its fields are made,
-        // and no `&mut` to the shards exists while a shard's lock is held.
-        let shared = unsafe { self.shared.as_ref() };
-        match shared.shards.get(self.shard) {
-            Some(shard) => shard.0.holding(Me::get(), || shared.alloc.allocate(layout)),
-            None => shared.alloc.allocate(layout),
-        }
+        self.taking(layout.size(), || self.call(|a| a.allocate(layout)))
+    }
+
+    #[inline]
+    fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.taking(layout.size(), || self.call(|a| a.allocate_zeroed(layout)))
     }
 
     /// Called by the shard's pool with the shard's lock held (an address-map table replaced
     /// while a slab is taken), with the thread recorded as the holder as for `allocate`; or
-    /// with the shard held exclusively (`trim`), or once the shards are gone (drop).
+    /// with the shard held exclusively (`trim`), or once the shards are gone (drop); or, with
+    /// no shard, for a block that does not fit a slot.
     #[inline]
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if self.exclusive.get() {
-            // SAFETY: forwarded from the caller; the allocator is reached through a shared
-            // reference to its field only: `trim` holds the shards mutably.
-            return unsafe { (*self.shared.as_ptr()).alloc.deallocate(ptr, layout) };
-        }
-        // SAFETY: `shared` is alive (see above); nothing holds the shards mutably: a shard is
-        // held through its lock, or the shards have left `shared` (drop).
-        let shared = unsafe { self.shared.as_ref() };
-        match shared.shards.get(self.shard) {
-            // SAFETY: forwarded from the caller.
-            Some(shard) => shard.0.holding(Me::get(), || unsafe {
-                shared.alloc.deallocate(ptr, layout)
-            }),
-            // SAFETY: forwarded from the caller.
-            None => unsafe { shared.alloc.deallocate(ptr, layout) },
-        }
+        // Out of the count first: a `deallocate` that unwinds leaves its block to the backing
+        // allocator, and the pool no longer refers to it.
+        self.limit().give(layout.size());
+        // SAFETY: forwarded from the caller.
+        self.call(|a| unsafe { a.deallocate(ptr, layout) })
+    }
+
+    /// Only for blocks that do not fit a slot (with no shard).
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        self.taking(new.size() - old.size(), || {
+            // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
+            self.call(|a| unsafe { a.grow(ptr, old, new) })
+        })
+    }
+
+    /// As `grow`.
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        self.taking(new.size() - old.size(), || {
+            // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
+            self.call(|a| unsafe { a.grow_zeroed(ptr, old, new) })
+        })
+    }
+
+    /// As `grow`.
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller (`new.size() <= old.size()`).
+        let block = self.call(|a| unsafe { a.shrink(ptr, old, new) })?;
+        self.limit().give(old.size() - new.size());
+        Ok(block)
     }
 }
 
@@ -306,6 +465,7 @@ impl<A: Allocator> SyncPool<A> {
                 registry,
                 fallback: AtomicUsize::new(0),
                 strict: AtomicBool::new(false),
+                limit: SharedLimit::new(),
                 alloc,
             });
         }
@@ -317,6 +477,7 @@ impl<A: Allocator> SyncPool<A> {
                     shared,
                     shard,
                     exclusive: Cell::new(false),
+                    refused: Cell::new(false),
                 },
             )))
         }));
@@ -355,7 +516,8 @@ impl<A: Allocator> SyncPool<A> {
     ///
     /// # Panics
     /// In strict mode, when `T` does not fit a slot, with a message naming `T`'s layout and the
-    /// slot's. Calls `handle_alloc_error` when the backing allocator fails.
+    /// slot's; at the [allocation limit](Self::set_allocation_limit), with a message naming the
+    /// limit. Calls `handle_alloc_error` when the backing allocator fails.
     ///
     /// ```
     /// let pool = arena_pool::SyncPool::for_type::<[u32; 4]>();
@@ -366,19 +528,131 @@ impl<A: Allocator> SyncPool<A> {
     /// ```
     #[track_caller]
     pub fn alloc<T>(&self, value: T) -> allocator_api2::boxed::Box<T, &Self> {
-        match allocator_api2::boxed::Box::try_new_in(value, self) {
-            Ok(b) => b,
+        match self.allocate_with(Layout::new::<T>(), false, OnLimit::Panic) {
+            // SAFETY: a block from this pool for `T`'s layout.
+            Ok(block) => unsafe { boxed(block, value, self) },
             Err(AllocError) => self.alloc_failed(Layout::new::<T>()),
         }
     }
 
-    /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking or calling
+    /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking (also at the limit
+    /// when the pool [panics on its limit](Self::set_panic_on_limit)) or calling
     /// `handle_alloc_error` (`value` is dropped then, as `Box::try_new_in` drops it).
     pub fn try_alloc<T>(
         &self,
         value: T,
     ) -> Result<allocator_api2::boxed::Box<T, &Self>, AllocError> {
-        allocator_api2::boxed::Box::try_new_in(value, self)
+        let block = self.allocate_with(Layout::new::<T>(), false, OnLimit::Err)?;
+        // SAFETY: a block from this pool for `T`'s layout.
+        Ok(unsafe { boxed(block, value, self) })
+    }
+
+    /// Sets a cap on the bytes the pool holds from its backing allocator, or removes it with
+    /// `None`, for all its shards together: their slabs, their address maps' tables, and the
+    /// blocks of layouts that do not fit a slot. A request that would need more fails with
+    /// `AllocError` (`try_alloc`, the `Allocator` methods) or panics naming the limit
+    /// ([`alloc`](Self::alloc), and the `Allocator` methods with
+    /// [`set_panic_on_limit`](Self::set_panic_on_limit)), as for
+    /// [`Pool::set_allocation_limit`]. Requests of several threads at once never pass it
+    /// together. What the pool holds already stays, and a free slot is still handed out at the
+    /// limit (from the thread's shard: a slot free in another shard is not).
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// pool.set_allocation_limit(Some(4096));
+    /// assert_eq!(pool.allocation_limit(), Some(4096));
+    /// let mut boxes = Vec::new();
+    /// while let Ok(b) = pool.try_alloc(1u64) {
+    ///     boxes.push(b);
+    /// }
+    /// assert!(pool.stats().bytes_held <= 4096);
+    /// boxes.pop(); // its slot is handed out again at the limit
+    /// assert!(pool.try_alloc(2u64).is_ok());
+    /// ```
+    pub fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.shared().limit.set(limit);
+    }
+
+    /// The allocation limit, if one is set.
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// assert_eq!(pool.allocation_limit(), None);
+    /// ```
+    pub fn allocation_limit(&self) -> Option<usize> {
+        self.shared().limit.get()
+    }
+
+    /// With `true`, the pool's `Allocator` methods panic at the allocation limit ("arena-pool:
+    /// the pool's allocation limit of N bytes is reached") instead of returning
+    /// `Err(AllocError)`, as [`Pool::set_panic_on_limit`] describes; the shard's lock is free
+    /// again and the pool consistent when the panic unwinds. [`try_alloc`](Self::try_alloc)
+    /// still returns `Err`.
+    ///
+    /// ```
+    /// use std::panic::{AssertUnwindSafe, catch_unwind};
+    /// use arena_pool::allocator_api2::boxed::Box;
+    ///
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// pool.set_allocation_limit(Some(0));
+    /// pool.set_panic_on_limit(true);
+    /// assert!(catch_unwind(AssertUnwindSafe(|| Box::new_in(1u64, &pool))).is_err());
+    /// assert!(pool.try_alloc(1u64).is_err());
+    /// ```
+    pub fn set_panic_on_limit(&self, panic: bool) {
+        self.shared()
+            .limit
+            .panic_on_limit
+            .store(panic, Ordering::Relaxed);
+    }
+
+    /// Whether the `Allocator` methods panic at the allocation limit.
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// assert!(!pool.panics_on_limit());
+    /// ```
+    pub fn panics_on_limit(&self) -> bool {
+        self.shared().limit.panic_on_limit.load(Ordering::Relaxed)
+    }
+
+    /// The view of the backing allocator for the blocks that do not fit a slot (no shard),
+    /// which counts them against the limit.
+    #[inline]
+    fn direct(&self) -> Backing<A> {
+        Backing {
+            shared: self.shared,
+            shard: usize::MAX,
+            exclusive: Cell::new(false),
+            refused: Cell::new(false),
+        }
+    }
+
+    /// A failed request: the limit's panic when the limit refused it (`by_limit`) and
+    /// `on_limit` asks for the panic; `AllocError` otherwise. Called once the request has undone
+    /// what it did.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn failed(&self, by_limit: bool, on_limit: OnLimit) -> AllocError {
+        if let (true, Some(limit)) = (by_limit, self.allocation_limit()) {
+            let panic = match on_limit {
+                OnLimit::Err => false,
+                OnLimit::AsAsked => self.panics_on_limit(),
+                OnLimit::Panic => true,
+            };
+            if panic {
+                Failure::PoolLimitReached { limit }.raise()
+            }
+        }
+        AllocError
+    }
+
+    /// The `Allocator` methods' failure: the limit's panic is raised, when asked for, where the
+    /// request failed.
+    #[inline(always)]
+    pub(crate) fn refused(&self) -> AllocError {
+        AllocError
     }
 
     /// Why an allocation of `layout` failed, as a panic naming the cause.
@@ -564,23 +838,28 @@ impl<A: Allocator> SyncPool<A> {
 
     #[inline(always)]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_with(layout, false)
+        self.allocate_with(layout, false, OnLimit::AsAsked)
     }
 
     #[inline]
     pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_with(layout, true)
+        self.allocate_with(layout, true, OnLimit::AsAsked)
     }
 
     #[inline(always)]
-    fn allocate_with(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
+    fn allocate_with(
+        &self,
+        layout: Layout,
+        zeroed: bool,
+        on_limit: OnLimit,
+    ) -> Result<NonNull<[u8]>, AllocError> {
         let s = self.shared();
         if !self.pooled(layout) {
-            return self.allocate_other(layout, zeroed);
+            return self.allocate_other(layout, zeroed, on_limit);
         }
         let p = match cache::pop(s.registry.key()) {
             Some(p) => p,
-            None => self.take_slot_slow()?,
+            None => self.take_slot_slow(on_limit)?,
         };
         if zeroed {
             // SAFETY: a slot of `shape.size` bytes, ours now, valid for all of them.
@@ -592,18 +871,25 @@ impl<A: Allocator> SyncPool<A> {
     /// A layout that does not fit a slot: a dangling block when empty, the backing allocator's
     /// otherwise. Out of line, so that the slot path stays small enough to inline.
     #[inline(never)]
-    fn allocate_other(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
+    fn allocate_other(
+        &self,
+        layout: Layout,
+        zeroed: bool,
+        on_limit: OnLimit,
+    ) -> Result<NonNull<[u8]>, AllocError> {
         let s = self.shared();
         if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else if s.strict.load(Ordering::Relaxed) {
             Err(AllocError)
         } else {
-            let block = if zeroed {
-                s.alloc.allocate_zeroed(layout)?
+            let direct = self.direct();
+            let r = if zeroed {
+                direct.allocate_zeroed(layout)
             } else {
-                s.alloc.allocate(layout)?
+                direct.allocate(layout)
             };
+            let block = r.map_err(|_| self.failed(direct.refused.get(), on_limit))?;
             s.fallback.fetch_add(1, Ordering::Relaxed);
             Ok(block)
         }
@@ -650,8 +936,8 @@ impl<A: Allocator> SyncPool<A> {
         } else if layout.size() != 0 {
             s.fallback.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: a non-pooled, non-empty layout means `p` came from `alloc` (routing is by
-            // layout alone).
-            unsafe { s.alloc.deallocate(p, layout) }
+            // layout alone), through the view that counts such blocks.
+            unsafe { self.direct().deallocate(p, layout) }
         }
     }
 
@@ -661,11 +947,11 @@ impl<A: Allocator> SyncPool<A> {
     /// is exiting).
     #[cold]
     #[inline(never)]
-    fn take_slot_slow(&self) -> Result<NonNull<u8>, AllocError> {
+    fn take_slot_slow(&self, on_limit: OnLimit) -> Result<NonNull<u8>, AllocError> {
         let s = self.shared();
         let Some(busy) = cache::enter(&s.registry) else {
             let mut one = [NonNull::dangling()];
-            self.take_slots(&mut one)?;
+            self.take_slots(&mut one, on_limit)?;
             let [p] = one;
             return Ok(p);
         };
@@ -675,7 +961,7 @@ impl<A: Allocator> SyncPool<A> {
         }
         if s.registry.adopt(cache) == 0 {
             let mut got = [NonNull::dangling(); BATCH];
-            let n = self.take_slots(&mut got)?;
+            let n = self.take_slots(&mut got, on_limit)?;
             // Reversed: the first slot taken is handed out first.
             for &p in got.iter().take(n).rev() {
                 cache.push_slow(p);
@@ -687,7 +973,8 @@ impl<A: Allocator> SyncPool<A> {
     /// Takes up to `out.len()` slots from the thread's shard into `out`, under one lock: at
     /// least one (which may take a new slab), then those the shard has without a new slab.
     /// Returns how many.
-    fn take_slots(&self, out: &mut [NonNull<u8>]) -> Result<usize, AllocError> {
+    /// A failure is `failed`'s, as the shard's `Backing` tells it (read under the shard's lock).
+    fn take_slots(&self, out: &mut [NonNull<u8>], on_limit: OnLimit) -> Result<usize, AllocError> {
         let s = self.shared();
         let me = Me::get();
         // The home shard is masked to the shard count: `get` never fails.
@@ -700,7 +987,9 @@ impl<A: Allocator> SyncPool<A> {
             }
             match pool.allocate(s.whole_slot) {
                 Ok(p) => *slot = p.cast(),
-                Err(e) if n == 0 => return Err(e),
+                Err(_) if n == 0 => {
+                    return Err(self.failed(pool.allocator().refused.get(), on_limit));
+                }
                 Err(_) => break,
             }
             n += 1;
@@ -802,19 +1091,13 @@ impl<A: Allocator> SyncPool<A> {
             // Strict: `new` would go to the backing allocator (the block is unchanged).
             return Err(AllocError);
         }
-        // SAFETY: forwarded from the caller; both layouts go to `alloc` exactly when neither fits
-        // a slot.
-        unsafe {
-            relocate(
-                self,
-                &self.shared().alloc,
-                !from_slot && !to_slot,
-                p,
-                old,
-                new,
-                zeroed,
-            )
-        }
+        let direct = self.direct();
+        // SAFETY: forwarded from the caller; both layouts go to `alloc` (through the view that
+        // counts such blocks) exactly when neither fits a slot.
+        let r = unsafe { relocate(self, &direct, !from_slot && !to_slot, p, old, new, zeroed) };
+        // A new block through the pool raised the limit's panic already, if asked; a block
+        // that stays with the backing allocator is answered here.
+        r.map_err(|_| self.failed(direct.refused.get(), OnLimit::AsAsked))
     }
 }
 
