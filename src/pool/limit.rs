@@ -138,8 +138,13 @@ impl<A> Limited<A> {
     /// meanwhile: they stay counted when it succeeds, and are given back when it fails or
     /// unwinds. What nested requests in `call` did to `refused` is cleared: this request was
     /// admitted.
+    ///
+    /// The block returned may be longer than asked for (`base + more` bytes, `base` being the
+    /// size of the block it replaces): the pool may use, and later give back, its whole length,
+    /// so that length is what stays counted.
     fn taking(
         &self,
+        base: usize,
         more: usize,
         call: impl FnOnce() -> Result<NonNull<[u8]>, AllocError>,
     ) -> Result<NonNull<[u8]>, AllocError> {
@@ -148,8 +153,16 @@ impl<A> Limited<A> {
         let r = call();
         undo.disarm();
         self.refused.set(false);
-        if r.is_err() {
-            self.give(more);
+        match r {
+            Ok(block) => {
+                let extra = block.len().saturating_sub(base + more);
+                let b = self.budget.get();
+                self.budget.set(Budget {
+                    held: b.held.saturating_add(extra),
+                    ..b
+                });
+            }
+            Err(AllocError) => self.give(more),
         }
         r
     }
@@ -159,11 +172,11 @@ impl<A> Limited<A> {
 // blocks are `alloc`'s, as valid as it makes them.
 unsafe impl<A: Allocator> Allocator for Limited<A> {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(layout.size(), || self.alloc.allocate(layout))
+        self.taking(0, layout.size(), || self.alloc.allocate(layout))
     }
 
     fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(layout.size(), || self.alloc.allocate_zeroed(layout))
+        self.taking(0, layout.size(), || self.alloc.allocate_zeroed(layout))
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
@@ -180,7 +193,7 @@ unsafe impl<A: Allocator> Allocator for Limited<A> {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(new.size() - old.size(), || {
+        self.taking(old.size(), new.size() - old.size(), || {
             // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
             unsafe { self.alloc.grow(ptr, old, new) }
         })
@@ -192,7 +205,7 @@ unsafe impl<A: Allocator> Allocator for Limited<A> {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(new.size() - old.size(), || {
+        self.taking(old.size(), new.size() - old.size(), || {
             // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
             unsafe { self.alloc.grow_zeroed(ptr, old, new) }
         })
@@ -206,7 +219,8 @@ unsafe impl<A: Allocator> Allocator for Limited<A> {
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller (`new.size() <= old.size()`).
         let block = unsafe { self.alloc.shrink(ptr, old, new) }?;
-        self.give(old.size() - new.size());
+        // The whole length returned stays counted (see `taking`).
+        self.give(old.size().saturating_sub(block.len()));
         Ok(block)
     }
 }

@@ -159,6 +159,13 @@ impl SharedLimit {
     fn give(&self, bytes: usize) {
         self.held.fetch_sub(bytes, Ordering::Relaxed);
     }
+
+    /// Counts `bytes` more as held, admitted already (the excess length of a block).
+    fn count(&self, bytes: usize) {
+        if bytes != 0 {
+            self.held.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What a `SyncPool` request does when the allocation limit refuses it.
@@ -207,9 +214,12 @@ impl<A: Allocator> Backing<A> {
 
     /// Runs `call`, a request to the backing allocator for `more` bytes counted as held
     /// meanwhile if the limit admits them: they stay counted when it succeeds, and are given
-    /// back when it fails or unwinds.
+    /// back when it fails or unwinds. The block returned may be longer than asked for (`base +
+    /// more` bytes, `base` being the size of the block it replaces): the pool may use, and later
+    /// give back, its whole length, so that length is what stays counted.
     fn taking(
         &self,
+        base: usize,
         more: usize,
         call: impl FnOnce() -> Result<NonNull<[u8]>, AllocError>,
     ) -> Result<NonNull<[u8]>, AllocError> {
@@ -223,8 +233,9 @@ impl<A: Allocator> Backing<A> {
         undo.disarm();
         // Admitted: what nested requests in `call` did to the flag does not describe this one.
         self.refused.set(false);
-        if r.is_err() {
-            limit.give(more);
+        match r {
+            Ok(block) => limit.count(block.len().saturating_sub(base + more)),
+            Err(AllocError) => limit.give(more),
         }
         r
     }
@@ -262,12 +273,14 @@ unsafe impl<A: Allocator> Allocator for Backing<A> {
     /// does not fit a slot.
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(layout.size(), || self.call(|a| a.allocate(layout)))
+        self.taking(0, layout.size(), || self.call(|a| a.allocate(layout)))
     }
 
     #[inline]
     fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(layout.size(), || self.call(|a| a.allocate_zeroed(layout)))
+        self.taking(0, layout.size(), || {
+            self.call(|a| a.allocate_zeroed(layout))
+        })
     }
 
     /// Called by the shard's pool with the shard's lock held (an address-map table replaced
@@ -290,7 +303,7 @@ unsafe impl<A: Allocator> Allocator for Backing<A> {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(new.size() - old.size(), || {
+        self.taking(old.size(), new.size() - old.size(), || {
             // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
             self.call(|a| unsafe { a.grow(ptr, old, new) })
         })
@@ -303,7 +316,7 @@ unsafe impl<A: Allocator> Allocator for Backing<A> {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        self.taking(new.size() - old.size(), || {
+        self.taking(old.size(), new.size() - old.size(), || {
             // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
             self.call(|a| unsafe { a.grow_zeroed(ptr, old, new) })
         })
@@ -318,7 +331,8 @@ unsafe impl<A: Allocator> Allocator for Backing<A> {
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: forwarded from the caller (`new.size() <= old.size()`).
         let block = self.call(|a| unsafe { a.shrink(ptr, old, new) })?;
-        self.limit().give(old.size() - new.size());
+        // The whole length returned stays counted (see `taking`).
+        self.limit().give(old.size().saturating_sub(block.len()));
         Ok(block)
     }
 }
