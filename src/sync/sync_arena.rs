@@ -1,5 +1,5 @@
-//! [`SyncArena`]: a bump arena shared by threads. The bump is one compare-and-swap on the current
-//! chunk's cursor; taking a new chunk happens under a lock.
+//! [`SyncArena`]: a bump arena shared by threads. Each thread bumps a piece of its own, taken
+//! from the current chunk with one compare-and-swap; taking a new chunk happens under a lock.
 
 use core::fmt;
 
@@ -29,9 +29,11 @@ pub(crate) use self::reset::SharedCheckpoint;
 /// [`Allocator`] and through typed helpers, and every block stays valid until the arena is
 /// [`reset`](SyncArena::reset) or dropped.
 ///
-/// - **Shared path**: each allocation is one compare-and-swap on the current chunk's cursor; a
-///   thread that finds the chunk full takes a new one under a lock, while the others keep
-///   bumping.
+/// - **Shared path**: `&SyncArena` from any thread. Each thread bumps a piece of its own (taken
+///   from the current chunk with one compare-and-swap, and kept in a small thread-local table),
+///   with plain loads and stores: threads allocating at once do not fight over a cursor. Blocks
+///   too large for a piece take one compare-and-swap on the chunk; a thread that finds the chunk
+///   full takes a new one under a lock, while the others keep bumping.
 /// - **Per-thread path**: [`local`](SyncArena::local) gives a [`LocalArena`] that takes pieces of
 ///   the shared arena and bumps inside them with no atomic operation at all; its typed helpers
 ///   return references that live as long as the `SyncArena` borrow, so a thread can build part of
