@@ -25,6 +25,13 @@ const MIN_SLAB_SLOTS: usize = 4;
 /// Slabs are aligned to this and registered in the address map in granules of this size.
 const GRANULE_SHIFT: u32 = 12;
 
+/// Called first on the carve path of [`Pool::take_slot`], to mark it as the unlikely branch: a
+/// slot is carved once, on its first use, and reused from the free list ever after, so the pop
+/// is laid out as the straight path. Inlined, it leaves no call behind.
+#[cold]
+#[inline(always)]
+fn carve_hint() {}
+
 /// A slot's size (the stride) and alignment, as the allocation paths use them: read from the
 /// pool ([`Pool`]) or known at compile time ([`TypedPool`](super::TypedPool)), in which case the
 /// routing checks against a layout that is known at compile time too (a `Box<T>`'s) fold away.
@@ -517,6 +524,7 @@ impl<A: Allocator> Pool<A> {
         let p = match self.free.pop() {
             Some(p) => p,
             None => {
+                carve_hint();
                 let c = self.carve.get();
                 if self.carve_end.get().addr().get() - c.addr().get() >= slot {
                     // SAFETY: at least one slot's worth of bytes is left in the carve region.
@@ -761,7 +769,22 @@ impl<A: Allocator> Pool<A> {
             // (routing is by layout); the `Allocator::deallocate` contract makes `p` valid for
             // `layout.size()` bytes, here the whole slot.
             unsafe { self.give_back(p, true) }
-        } else if s.pooled(layout) {
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.deallocate_other(s, p, layout) }
+        }
+    }
+
+    /// `deallocate` of a layout smaller than the slot, or not pooled: out of line and cold, so
+    /// that its calls (the address map's look-up, the backing allocator) do not make the
+    /// whole-slot path around it keep its caller's values out of the registers a call clobbers.
+    ///
+    /// # Safety
+    /// As [`deallocate_as`](Self::deallocate_as).
+    #[cold]
+    #[inline(never)]
+    unsafe fn deallocate_other(&self, s: SlotShape, p: NonNull<u8>, layout: Layout) {
+        if s.pooled(layout) {
             // SAFETY: a pooled layout means `p` came from a slot (routing is by layout).
             unsafe { self.give_back(p, false) }
         } else if layout.size() != 0 {
