@@ -216,11 +216,11 @@ impl<'a> Iterator for ChunkIter<'a> {
 
     fn next(&mut self) -> Option<&'a [MaybeUninit<u8>]> {
         let (start, len) = self.raw.next()?;
-        // SAFETY: the range lies in one chunk's usable bytes or one large block's data, from the
-        // arena's own pointer to it (the provenance of the whole block), non-null and valid for
-        // reads of `len` bytes for `'a`, which holds the arena borrowed mutably (the contract of
-        // `new`): nothing writes them meanwhile. Any byte is a valid `MaybeUninit<u8>`. The
-        // ranges yielded do not overlap.
+        // The range lies in one chunk's usable bytes or one large block's data, from the arena's
+        // own pointer to it (the provenance of the whole block); the ranges do not overlap.
+        // SAFETY: non-null and valid for reads of `len` bytes for `'a`, which holds the arena
+        // borrowed mutably (the contract of `new`), so nothing writes them meanwhile; any byte is
+        // a valid `MaybeUninit<u8>`.
         let bytes = unsafe { core::slice::from_raw_parts(start.cast::<MaybeUninit<u8>>(), len) };
         Some(bytes)
     }
