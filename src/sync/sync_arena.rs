@@ -435,7 +435,8 @@ impl<A: Allocator> SyncArena<A> {
             allocated_bytes_including_metadata: chunks.held
                 + chunks.large_bytes
                 + chunks.kept.bytes(),
-            chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
+            chunk_capacity: current.map_or(0, |c| c.capacity() - c.used())
+                + self.own_piece_rest_at_cursor(),
             allocation_limit: chunks.limit,
         }
     }
@@ -500,7 +501,9 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// Bytes left in the current chunk: how much the shared path can allocate (at alignment 1)
-    /// before it takes another chunk. Other threads may take them first.
+    /// before it takes another chunk, the unused rest of the calling thread's piece included
+    /// when the piece ends at the chunk's cursor (a block that does not fit the piece takes the
+    /// rest back). Other threads may take them first.
     ///
     /// ```
     /// let arena = arena_pool::SyncArena::new();
@@ -511,7 +514,7 @@ impl<A: Allocator> SyncArena<A> {
     /// ```
     pub fn chunk_capacity(&self) -> usize {
         let current = self.current.get(Ordering::Acquire);
-        current.map_or(0, |c| c.capacity() - c.used())
+        current.map_or(0, |c| c.capacity() - c.used()) + self.own_piece_rest_at_cursor()
     }
 }
 

@@ -84,6 +84,10 @@ impl<A: Allocator> SyncArena<A> {
             if let Some(p) = self.refill_piece(layout) {
                 return Ok(p);
             }
+            // Placed on the chunk: the thread's piece gives its rest back first when it ends at
+            // the chunk's cursor, so that the rest counts as the chunk's room
+            // (`chunk_capacity`) and the block follows the piece's last one.
+            self.return_piece_rest();
         }
         self.alloc_direct(layout)
     }
@@ -607,6 +611,34 @@ impl<A: Allocator> SyncArena<A> {
             Some(())
         });
         in_piece.is_some() || self.shrink_last(p, old, new_size)
+    }
+
+    /// Gives this thread's unused rest back to the current chunk when the piece ends at the
+    /// chunk's cursor; the piece is then empty.
+    #[cold]
+    #[inline(never)]
+    fn return_piece_rest(&self) {
+        self.pieces.piece(|t| {
+            let (from, to) = t.rest();
+            if self.release_bump(from, to) {
+                t.clear();
+            }
+            Some(())
+        });
+    }
+
+    /// The unused rest of this thread's piece when the piece ends at the current chunk's cursor,
+    /// in bytes: room of the chunk's that the thread can hand out.
+    pub(super) fn own_piece_rest_at_cursor(&self) -> usize {
+        self.pieces
+            .piece(|t| {
+                let (cursor, limit) = t.range();
+                let at_cursor = self.current.holds(Ordering::Acquire, |c| {
+                    c.cursor().load(Ordering::Relaxed) == limit
+                });
+                Some(if at_cursor { limit - cursor } else { 0 })
+            })
+            .unwrap_or(0)
     }
 
     /// The unused rest of this thread's piece, in bytes (counted as used by the chunk it is in).
