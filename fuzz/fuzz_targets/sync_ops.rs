@@ -48,8 +48,9 @@ use arena_pool_fuzz::nested::{self, Armed, Plan, Settled};
 use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
 use arena_pool_fuzz::{
     BACKING_CAP, Backing, GROW_MAX, Injected, Model, Size, align_from, alloc_op,
-    assert_reset_chunks, assert_unwound_unchanged, assert_unwound_within_chunk, catch_injected,
-    dealloc_op, grow_op, ignore_injected_panics, kept_given_back, layout, run_catching, shrink_op,
+    assert_reset_chunks, assert_unwound_shared_fill, assert_unwound_unchanged,
+    assert_unwound_within_chunk, catch_injected, dealloc_op, grow_op, ignore_injected_panics,
+    kept_given_back, layout, run_catching, shrink_op,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -397,6 +398,8 @@ impl ArenaState<'_> {
                 };
                 if filler.is_some() {
                     assert_unwound_within_chunk(&before, &arena.stats(), op);
+                } else if fill {
+                    assert_unwound_shared_fill(&before, &arena.stats(), op);
                 } else {
                     assert_unwound_unchanged(&before, &arena.stats(), fill, op);
                 }
