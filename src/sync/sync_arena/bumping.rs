@@ -669,7 +669,14 @@ impl<A: Allocator> SyncArena<A> {
 /// A [`LocalArena`](crate::LocalArena)'s pieces: blocks of the shared arena, owned by it until
 /// reset or drop.
 impl<A: Allocator> ChunkSource for SyncArena<A> {
+    /// A handle's piece goes on the chunk, as a block placed directly: the calling thread's
+    /// piece gives its rest back first when it ends at the chunk's cursor (see
+    /// `alloc_thread_slow`), so that no rest is left between the two, counted neither as used
+    /// nor as the chunk's room.
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        if PIECES {
+            self.return_piece_rest();
+        }
         let p = self.alloc_block_as(layout, Request::Piece)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
