@@ -289,11 +289,16 @@ unsafe impl<A: Allocator> Allocator for Backing<A> {
     /// no shard, for a block that does not fit a slot.
     #[inline]
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // Out of the count first: a `deallocate` that unwinds leaves its block to the backing
-        // allocator, and the pool no longer refers to it.
-        self.limit().give(layout.size());
+        // Out of the count once the backing allocator has the block back, so that another
+        // thread admitted in its place never holds it at the same time (the limit caps what the
+        // backing allocator holds at any moment); out of it too if `deallocate` unwinds, which
+        // leaves the block to the backing allocator: the pool no longer refers to it.
+        let limit = self.limit();
+        let give = OnUnwind::new(|| limit.give(layout.size()));
         // SAFETY: forwarded from the caller.
-        self.call(|a| unsafe { a.deallocate(ptr, layout) })
+        self.call(|a| unsafe { a.deallocate(ptr, layout) });
+        give.disarm();
+        limit.give(layout.size());
     }
 
     /// Only for blocks that do not fit a slot (with no shard).
