@@ -139,7 +139,9 @@ unsafe impl<A: Allocator> Allocator for crate::SyncArena<A> {
     }
 }
 
-/// Implements `Allocator` for a pool type with inherent `*_impl` methods.
+/// Implements `Allocator` for a pool type with inherent `*_impl` methods. A failure goes through
+/// the pool's `refused`, out of line, which raises the allocation limit's panic when the pool
+/// asks for it.
 macro_rules! pool_allocator {
     ([$($generics:tt)*] $ty:ty) => {
         // SAFETY: pooled blocks are distinct free slots of slabs or pages the pool owns (a slot is on a
@@ -148,14 +150,16 @@ macro_rules! pool_allocator {
         // may pass for a block. Blocks stay valid until deallocated, `reset`, `trim` or drop, which need
         // `&mut`/ownership. Moving the pool does not move its slabs.
         unsafe impl<$($generics)*> Allocator for $ty {
-            #[inline]
+            // Always inlined: it is the pool's rule and an out-of-line error path, and a grow
+            // that moves a block (`relocate`) allocates through it.
+            #[inline(always)]
             fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-                self.allocate_impl(layout)
+                self.allocate_impl(layout).map_err(|_| self.refused())
             }
 
             #[inline]
             fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-                self.allocate_zeroed_impl(layout)
+                self.allocate_zeroed_impl(layout).map_err(|_| self.refused())
             }
 
             #[inline]
@@ -173,6 +177,7 @@ macro_rules! pool_allocator {
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::grow` contract.
                 unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+                    .map_err(|_| self.refused())
             }
 
             #[inline]
@@ -184,6 +189,7 @@ macro_rules! pool_allocator {
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
                 unsafe { self.reallocate_impl(ptr, old_layout, new_layout, true) }
+                    .map_err(|_| self.refused())
             }
 
             #[inline]
@@ -195,6 +201,7 @@ macro_rules! pool_allocator {
             ) -> Result<NonNull<[u8]>, AllocError> {
                 // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
                 unsafe { self.reallocate_impl(ptr, old_layout, new_layout, false) }
+                    .map_err(|_| self.refused())
             }
         }
     };

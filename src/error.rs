@@ -17,6 +17,12 @@ pub enum Failure {
         /// The limit in force, in bytes.
         limit: usize,
     },
+    /// Taking another slab, page or block from the backing allocator would pass a pool's
+    /// allocation limit.
+    PoolLimitReached {
+        /// The limit in force, in bytes.
+        limit: usize,
+    },
     /// The backing allocator refused a block of this layout.
     OutOfMemory(Layout),
     /// A formatting trait implementation returned an error (only from `alloc_fmt`).
@@ -40,6 +46,9 @@ impl Failure {
             }
             Failure::LimitReached { limit } => {
                 panic!("arena-pool: the arena's allocation limit of {limit} bytes is reached")
+            }
+            Failure::PoolLimitReached { limit } => {
+                panic!("arena-pool: the pool's allocation limit of {limit} bytes is reached")
             }
             Failure::OutOfMemory(layout) => alloc::alloc::handle_alloc_error(layout),
             Failure::Format => {

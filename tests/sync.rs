@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Barrier, mpsc};
+use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
@@ -34,6 +34,17 @@ struct Counting {
     live: AtomicUsize,
     calls: AtomicUsize,
     fail: AtomicBool,
+}
+
+impl Counting {
+    /// For a `static`: the pool holding it may move to another thread.
+    const fn new() -> Counting {
+        Counting {
+            live: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
+            fail: AtomicBool::new(false),
+        }
+    }
 }
 
 // SAFETY: blocks come from `Global` and go back to it with the same layout.
@@ -533,4 +544,183 @@ fn sync_arena_statistics_accessors_and_clear() {
     arena.clear();
     assert_eq!(arena.used_bytes(), 0);
     assert_eq!(arena.stats().chunks, 1);
+}
+
+// ----- SyncPool's per-thread caches -----
+
+/// A thread that exits with slots in its cache hands them to the pool: they count as free at
+/// once, and the next thread reuses them instead of taking more slabs.
+#[test]
+fn sync_pool_thread_exit_hands_its_cache_back() {
+    const N: u64 = 40;
+    fn work(pool: &SyncPool) {
+        let boxes: std::vec::Vec<_> = (0..N).map(|i| Box::new_in([i, !i], pool)).collect();
+        assert!(boxes.iter().zip(0..N).all(|(b, i)| b[0] == i && b[1] == !i));
+    }
+    let pool = Arc::new(SyncPool::with_shards_in(
+        Layout::new::<[u64; 2]>(),
+        1,
+        Global,
+    ));
+    // A plain thread: its `join` waits for its thread-locals' destructors too.
+    let run = |pool: &Arc<SyncPool>| {
+        let pool = Arc::clone(pool);
+        thread::spawn(move || work(&pool)).join().unwrap();
+    };
+    run(&pool);
+    assert_eq!(pool.stats().in_use, 0);
+    let capacity = pool.capacity();
+    for _ in 0..3 {
+        run(&pool);
+        assert_eq!(pool.stats().in_use, 0);
+    }
+    assert_eq!(pool.capacity(), capacity, "cached slots were not reused");
+}
+
+/// `trim` takes back the slots of every thread's cache, of threads that exited and of one that
+/// lives on: no slab is kept.
+#[test]
+fn sync_pool_trim_takes_back_every_cache() {
+    static COUNTING: Counting = Counting::new();
+    let counting = &COUNTING;
+    let mut pool = Arc::new(SyncPool::with_shards_in(Layout::new::<u64>(), 2, counting));
+    let exited: std::vec::Vec<_> = (0..3u64)
+        .map(|t| {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let boxes: std::vec::Vec<_> = (0..scaled(300, 50) as u64)
+                    .map(|i| Box::new_in(t << 32 | i, &*pool))
+                    .collect();
+                assert!(
+                    boxes
+                        .iter()
+                        .enumerate()
+                        .all(|(i, b)| **b == t << 32 | i as u64)
+                );
+            })
+        })
+        .collect();
+    for t in exited {
+        t.join().unwrap();
+    }
+    // One more, alive (its cache holding slots) while the pool is trimmed.
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let living = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            drop(
+                (0..20u64)
+                    .map(|i| Box::new_in(i, &*pool))
+                    .collect::<std::vec::Vec<_>>(),
+            );
+            drop(pool);
+            done_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        })
+    };
+    done_rx.recv().unwrap();
+    let pool_mut = Arc::get_mut(&mut pool).expect("the only reference");
+    assert_eq!(pool_mut.stats().in_use, 0);
+    pool_mut.trim();
+    let s = pool_mut.stats();
+    assert_eq!((s.in_use, s.bytes_held, s.slabs), (0, 0, 0));
+    go_tx.send(()).unwrap();
+    living.join().unwrap();
+    // The pool serves again, from this thread's (emptied) cache and new slabs.
+    let b = Box::new_in(5u64, &*pool);
+    assert_eq!(*b, 5);
+    drop(b);
+    drop(pool);
+    assert_eq!(counting.live.load(Ordering::Relaxed), 0);
+}
+
+/// A pool dropped while a thread that cached its slots lives on: the thread's cache is emptied
+/// by the drop and freed by the thread later; the thread goes on with other pools.
+#[test]
+fn sync_pool_dropped_while_a_thread_keeps_its_cache() {
+    static COUNTING: Counting = Counting::new();
+    let counting = &COUNTING;
+    let pool = Arc::new(SyncPool::new_in(Layout::new::<u64>(), counting));
+    let (to_main, from_worker) = mpsc::channel::<()>();
+    let (to_worker, from_main) = mpsc::channel::<()>();
+    let worker = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            drop(
+                (0..10u64)
+                    .map(|i| Box::new_in(i, &*pool))
+                    .collect::<std::vec::Vec<_>>(),
+            );
+            drop(pool);
+            to_main.send(()).unwrap();
+            // The pool is dropped meanwhile; this thread's cache of it is dead.
+            from_main.recv().unwrap();
+            for _ in 0..3 {
+                let other = SyncPool::for_type::<u64>();
+                let b = Box::new_in(9u64, &other);
+                assert_eq!(*b, 9);
+                drop(b);
+                assert_eq!(other.stats().in_use, 0);
+            }
+        })
+    };
+    from_worker.recv().unwrap();
+    drop(pool);
+    assert_eq!(counting.live.load(Ordering::Relaxed), 0);
+    to_worker.send(()).unwrap();
+    worker.join().unwrap();
+}
+
+/// Producers allocate, consumers free in batches of 64 (into their caches, given back to the
+/// producers' shards in batches): every block comes back, and the counts are exact.
+#[test]
+fn sync_pool_batches_freed_by_other_threads() {
+    let batches = scaled(200, 4);
+    let pool = SyncPool::for_type::<[u64; 8]>();
+    thread::scope(|s| {
+        for p in 0..2u64 {
+            let (tx, rx) = mpsc::sync_channel::<std::vec::Vec<Box<[u64; 8], &SyncPool>>>(4);
+            let pool = &pool;
+            s.spawn(move || {
+                for b in 0..batches as u64 {
+                    let batch = (0..64u64).map(|i| Box::new_in([p << 40 | b << 8 | i; 8], pool));
+                    tx.send(batch.collect()).unwrap();
+                }
+            });
+            s.spawn(move || {
+                for (b, batch) in rx.iter().enumerate() {
+                    for (i, x) in batch.into_iter().enumerate() {
+                        assert_eq!(*x, [p << 40 | (b as u64) << 8 | i as u64; 8]);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(pool.stats().in_use, 0);
+}
+
+/// One thread using several pools in turn: each pool's slots stay in its own cache.
+#[test]
+fn sync_pool_caches_of_several_pools_on_one_thread() {
+    let pools: std::vec::Vec<SyncPool> = (0..3).map(|_| SyncPool::for_type::<u64>()).collect();
+    let mut boxes = std::vec::Vec::new();
+    for i in 0..scaled(300, 60) as u64 {
+        let pool = &pools[i as usize % 3];
+        boxes.push(Box::new_in(i, pool));
+        if i % 4 == 3 {
+            let b = boxes.swap_remove(i as usize % boxes.len());
+            drop(b);
+        }
+    }
+    let live: usize = pools.iter().map(SyncPool::in_use).sum();
+    assert_eq!(live, boxes.len());
+    for (i, b) in boxes.iter().enumerate() {
+        assert!(
+            pools.iter().any(|p| core::ptr::eq(*Box::allocator(b), p)),
+            "{i}"
+        );
+    }
+    drop(boxes);
+    assert!(pools.iter().all(|p| p.in_use() == 0));
 }

@@ -28,4 +28,7 @@ pub use injected::{Injected, InjectedPanic, catch_injected, ignore_injected_pani
 pub use model::{Block, Model, assert_zero};
 pub use resets::assert_reset_chunks;
 pub use sizes::{GROW_MAX, HUGE, LARGE_BASE, Size, align_from, layout};
-pub use unwound::{assert_unwound_unchanged, assert_unwound_within_chunk, kept_given_back};
+pub use unwound::{
+    assert_unwound_shared_fill, assert_unwound_unchanged, assert_unwound_within_chunk,
+    kept_given_back,
+};

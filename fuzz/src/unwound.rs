@@ -23,6 +23,35 @@ pub fn assert_unwound_unchanged(
     );
 }
 
+/// [`assert_unwound_unchanged`] for a typed fill on a `SyncArena`'s shared path: besides the
+/// padding its blocks kept, the fill's first block may have taken a new piece for the thread
+/// and left the old piece's rest behind (when the piece could not be lengthened), which stays
+/// counted as used. That rest is less than a block that fits a piece (at most half the largest
+/// piece, 4 KiB). So `used_bytes` may grow by less than 4 KiB and 64 bytes of padding, the
+/// chunk's room may fall by no more than that growth (`used_bytes + chunk_capacity` does not
+/// fall: no byte of the chunk is lost but to used bytes), and nothing else may change.
+pub fn assert_unwound_shared_fill(
+    before: &arena_pool::ArenaStats,
+    after: &arena_pool::ArenaStats,
+    what: &dyn std::fmt::Debug,
+) {
+    let grew = after.used_bytes.checked_sub(before.used_bytes);
+    assert!(
+        grew.is_some_and(|g| g < 4096 + 64
+            && after.chunk_capacity <= before.chunk_capacity
+            && after.chunk_capacity + g >= before.chunk_capacity),
+        "{what:?}, unwound by the backing allocator, took more than a piece's rest and padding: \
+         {before:?} -> {after:?}"
+    );
+    let mut after = kept_given_back(before, after);
+    after.used_bytes = before.used_bytes;
+    after.chunk_capacity = before.chunk_capacity;
+    assert_eq!(
+        &after, before,
+        "{what:?}, unwound by the backing allocator, changed the arena"
+    );
+}
+
 /// [`assert_unwound_unchanged`] for a `SyncArena` after a typed fill through one of its
 /// `LocalArena` handles: the fill's first block may have taken the rest of the shared chunk as
 /// the handle's new piece (no backing call) before a later request of the fill unwound, and the

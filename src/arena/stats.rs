@@ -34,7 +34,11 @@ pub struct ArenaStats {
     /// included. It goes back down exactly when the last block is freed or shrunk, when a scope
     /// ends and on reset; a block freed while it was not the last stays counted until then.
     /// Large blocks are counted apart (`large_bytes`). On a `SyncArena`, the pieces its
-    /// `LocalArena` handles took count in full, less the unused end a dropped handle gave back.
+    /// `LocalArena` handles took count in full, less the unused end a dropped handle gave back,
+    /// and so do the pieces its shared path's threads bump, less the calling thread's unused
+    /// rest. A thread whose piece cannot be lengthened (another thread or a handle took the
+    /// bytes after it) leaves the old piece's rest behind, counted as used until the reset: less
+    /// than the block that did not fit in it, with its alignment padding.
     pub used_bytes: usize,
     /// Usable bytes of every chunk and large block held (in use or kept for reuse), headers
     /// excluded.

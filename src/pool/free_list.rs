@@ -41,6 +41,13 @@ impl FreeList {
         unsafe { slot.cast::<Option<NonNull<u8>>>().write(next) };
     }
 
+    /// Whether the list holds a slot.
+    #[inline]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn has_any(&self) -> bool {
+        self.head.get().is_some()
+    }
+
     /// Forgets every slot (they are about to be reused or freed wholesale).
     pub(crate) fn clear(&self) {
         self.head.set(None);

@@ -8,6 +8,7 @@ use allocator_api2::alloc::{AllocError, Allocator};
 
 mod address_map;
 mod free_list;
+mod limit;
 mod size_class;
 mod slab;
 mod slot_pool;
@@ -24,6 +25,27 @@ pub use typed_pool::TypedPool;
 pub(crate) mod fuzzing {
     pub(crate) use super::size_class::{class_of, class_size};
     pub(crate) use super::slab::Slab;
+}
+
+/// Moves `value` into `block` and returns its owning `Box`, which gives the block back to `pool`
+/// with `T`'s layout (the panicking and `try_` constructors of the pools, which allocate through
+/// their inherent rules so as to choose their own failure).
+///
+/// # Safety
+/// `block` is a block `pool` handed out for `Layout::new::<T>()`, not in use.
+#[inline(always)]
+pub(crate) unsafe fn boxed<T, P: Allocator>(
+    block: NonNull<[u8]>,
+    value: T,
+    pool: P,
+) -> allocator_api2::boxed::Box<T, P> {
+    let p = block.cast::<T>().as_ptr();
+    // SAFETY: the block is aligned and long enough for a `T` (it was allocated for `T`'s
+    // layout) and not in use; the `Box` gives it back to `pool` with that layout.
+    unsafe {
+        p.write(value);
+        allocator_api2::boxed::Box::from_raw_in(p, pool)
+    }
 }
 
 /// How a pool grows or shrinks a block it cannot keep in place: when both layouts go to the

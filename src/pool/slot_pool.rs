@@ -10,6 +10,7 @@ use allocator_api2::boxed::Box;
 
 use super::address_map::AddressMap;
 use super::free_list::FreeList;
+use super::limit::Limited;
 use super::slab::{Slab, SlabList};
 use crate::arena::dangling;
 use crate::error::Failure;
@@ -150,7 +151,9 @@ pub struct Pool<A: Allocator = Global> {
     first_slab_slots: usize,
     /// Set while a slab is taken from `alloc` (see [`BackingCall`]).
     backing_call: BackingCall,
-    alloc: A,
+    /// The backing allocator, with the pool's allocation limit: every call into it goes
+    /// through this.
+    alloc: Limited<A>,
 }
 
 // SAFETY: the pool exclusively owns its slabs and points only into them; handed-out blocks
@@ -233,7 +236,7 @@ impl<A: Allocator> Pool<A> {
             strict: Cell::new(false),
             first_slab_slots: first_slots,
             backing_call: BackingCall::new(),
-            alloc,
+            alloc: Limited::new(alloc),
         }
     }
 
@@ -296,7 +299,8 @@ impl<A: Allocator> Pool<A> {
     ///
     /// # Panics
     /// In strict mode, when `T` does not fit a slot, with a message naming `T`'s layout and the
-    /// slot's. Calls `handle_alloc_error` when the backing allocator fails.
+    /// slot's; at the [allocation limit](Self::set_allocation_limit), with a message naming the
+    /// limit. Calls `handle_alloc_error` when the backing allocator fails.
     ///
     /// ```
     /// use arena_pool::Pool;
@@ -311,16 +315,18 @@ impl<A: Allocator> Pool<A> {
     /// ```
     #[track_caller]
     pub fn alloc<T>(&self, value: T) -> Box<T, &Self> {
-        match Box::try_new_in(value, self) {
-            Ok(b) => b,
+        match self.allocate_impl(Layout::new::<T>()) {
+            // SAFETY: a block from this pool for `T`'s layout.
+            Ok(block) => unsafe { super::boxed(block, value, self) },
             Err(AllocError) => self.alloc_failed(Layout::new::<T>()),
         }
     }
 
     /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking (in strict mode, when
-    /// `T` does not fit a slot) or calling `handle_alloc_error`. `value` is dropped then, as
-    /// `Box::try_new_in` drops it; to keep it, take the room first with
-    /// `Box::try_new_uninit_in(&pool)` and move the value in with `Box::write`.
+    /// `T` does not fit a slot, or at the allocation limit, even when the pool
+    /// [panics on its limit](Self::set_panic_on_limit)) or calling `handle_alloc_error`.
+    /// `value` is dropped then, as `Box::try_new_in` drops it; to keep it, take the room first
+    /// with `Box::try_new_uninit_in(&pool)` and move the value in with `Box::write`.
     ///
     /// ```
     /// let pool = arena_pool::Pool::for_type::<u32>();
@@ -329,18 +335,124 @@ impl<A: Allocator> Pool<A> {
     /// assert!(pool.try_alloc([0u64; 2]).is_err()); // 16 bytes: no slot holds it
     /// ```
     pub fn try_alloc<T>(&self, value: T) -> Result<Box<T, &Self>, AllocError> {
-        Box::try_new_in(value, self)
+        let block = self.allocate_impl(Layout::new::<T>())?;
+        // SAFETY: a block from this pool for `T`'s layout.
+        Ok(unsafe { super::boxed(block, value, self) })
     }
 
     /// Why an allocation of `layout` failed, as a panic naming the cause.
     #[cold]
     #[inline(never)]
     #[track_caller]
-    fn alloc_failed(&self, layout: Layout) -> ! {
+    pub(crate) fn alloc_failed(&self, layout: Layout) -> ! {
         if self.refuses(layout) {
             self.shape.refuse(layout)
         }
-        Failure::OutOfMemory(layout).raise()
+        self.alloc
+            .limit_failure()
+            .unwrap_or(Failure::OutOfMemory(layout))
+            .raise()
+    }
+
+    /// The error of a failed `Allocator` call: the limit's panic when the limit refused the
+    /// request and the pool [panics on its limit](Self::set_panic_on_limit), `AllocError`
+    /// otherwise.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn refused(&self) -> AllocError {
+        self.alloc.refuse()
+    }
+
+    /// Sets a cap on the bytes the pool holds from its backing allocator, or removes it with
+    /// `None`: its slabs (headers included), its address map's table, and the blocks of layouts
+    /// that do not fit a slot, which go to the backing allocator. A request that would need more
+    /// fails with `AllocError` from the fallible API (`try_alloc` and the `Allocator` methods)
+    /// and panics with a message naming the limit from [`alloc`](Self::alloc) ("arena-pool: the
+    /// pool's allocation limit of N bytes is reached"). What the pool holds already stays, even
+    /// past a new, lower limit, and a free slot is still handed out at the limit: the limit
+    /// caps the memory taken, not the slots in use. It is checked only when the pool takes
+    /// memory (a new slab, a block of another layout), never on the free-list paths.
+    ///
+    /// As for an [arena's limit](crate::Arena::set_allocation_limit), a collection's
+    /// infallible methods abort at the limit (`handle_alloc_error`) unless they reserve with
+    /// their fallible calls or the pool [panics on its limit](Self::set_panic_on_limit).
+    ///
+    /// ```
+    /// use arena_pool::Pool;
+    ///
+    /// let pool = Pool::for_type::<u64>();
+    /// pool.set_allocation_limit(Some(1024));
+    /// assert_eq!(pool.allocation_limit(), Some(1024));
+    /// let mut boxes = Vec::new();
+    /// while let Ok(b) = pool.try_alloc(7u64) {
+    ///     boxes.push(b);
+    /// }
+    /// assert!(pool.stats().bytes_held <= 1024);
+    /// boxes.pop(); // a free slot: handed out again at the limit
+    /// assert!(pool.try_alloc(8u64).is_ok());
+    /// assert!(pool.try_alloc([0u64; 64]).is_err()); // 512 bytes more from the backing allocator
+    /// ```
+    pub fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.alloc.set_limit(limit);
+    }
+
+    /// The allocation limit, if one is set (see [`set_allocation_limit`](Self::set_allocation_limit)).
+    ///
+    /// ```
+    /// let pool = arena_pool::Pool::for_type::<u32>();
+    /// assert_eq!(pool.allocation_limit(), None);
+    /// pool.set_allocation_limit(Some(4096));
+    /// assert_eq!(pool.allocation_limit(), Some(4096));
+    /// ```
+    pub fn allocation_limit(&self) -> Option<usize> {
+        self.alloc.limit()
+    }
+
+    /// With `true`, the pool's [`Allocator`] methods (`allocate`, `grow`, `shrink`, …, what
+    /// collections call) **panic** when the [allocation limit](Self::set_allocation_limit) is
+    /// reached, with the same message as [`alloc`](Self::alloc) ("arena-pool: the pool's
+    /// allocation limit of N bytes is reached"), instead of returning `Err(AllocError)`, as
+    /// [`Arena::set_panic_on_limit`](crate::Arena::set_panic_on_limit) does for an arena: a
+    /// collection whose `push` or `insert` hits the limit then unwinds instead of aborting the
+    /// process. `false` (the default) restores `Err`.
+    ///
+    /// The panic is raised once the failed request has undone what it did, so the pool and the
+    /// collections on it stay usable after `catch_unwind`. The collections' fallible calls
+    /// (`Vec::try_reserve`, `Box::try_new_in`, …) panic too; the pool's own
+    /// [`try_alloc`](Self::try_alloc) still returns `Err`. Only the limit panics: a backing
+    /// allocator out of memory is still `Err`.
+    ///
+    /// ```
+    /// use std::panic::{AssertUnwindSafe, catch_unwind};
+    /// use arena_pool::Pool;
+    /// use arena_pool::allocator_api2::boxed::Box;
+    ///
+    /// let pool = Pool::for_type::<u64>();
+    /// pool.set_allocation_limit(Some(1024));
+    /// pool.set_panic_on_limit(true);
+    /// assert!(pool.panics_on_limit());
+    /// let mut boxes = Vec::new();
+    /// let r = catch_unwind(AssertUnwindSafe(|| loop {
+    ///     boxes.push(Box::new_in(1u64, &pool)); // panics, not aborts, at the limit
+    /// }));
+    /// assert!(r.is_err());
+    /// assert!(pool.try_alloc(2u64).is_err()); // the pool's own `try_` method: still `Err`
+    /// boxes.pop();
+    /// assert_eq!(*Box::new_in(3u64, &pool), 3); // a freed slot is served at the limit
+    /// ```
+    pub fn set_panic_on_limit(&self, panic: bool) {
+        self.alloc.set_panic_on_limit(panic);
+    }
+
+    /// Whether the `Allocator` methods panic at the allocation limit (see
+    /// [`set_panic_on_limit`](Self::set_panic_on_limit)).
+    ///
+    /// ```
+    /// let pool = arena_pool::Pool::for_type::<u32>();
+    /// assert!(!pool.panics_on_limit());
+    /// ```
+    pub fn panics_on_limit(&self) -> bool {
+        self.alloc.panics_on_limit()
     }
 
     /// Strict mode: with `true`, a layout that does not fit a slot (larger than the slot, or
@@ -403,7 +515,7 @@ impl<A: Allocator> Pool<A> {
 
     /// The backing allocator.
     pub fn allocator(&self) -> &A {
-        &self.alloc
+        self.alloc.inner()
     }
 
     /// Statistics.
@@ -514,6 +626,15 @@ impl<A: Allocator> Pool<A> {
         self.map.get(p.addr().get()).is_some()
     }
 
+    /// Whether a slot can be taken without a new slab: a free one, or one left to carve (how a
+    /// `SyncPool` refill stops before it would make the shard grow).
+    #[inline]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn has_spare_slot(&self) -> bool {
+        self.free.has_any()
+            || self.carve_end.get().addr().get() - self.carve.get().addr().get() >= self.shape.size
+    }
+
     // ----- the slot path -----
 
     /// Takes a slot. `slot` is the slot size, `self.shape.size` (a caller may pass it as a
@@ -549,6 +670,7 @@ impl<A: Allocator> Pool<A> {
         // A backing allocator that allocates from this pool while it takes a slab: the outer
         // call is about to append its slab and carve it, so the nested request is refused.
         if self.backing_call.in_progress() {
+            self.alloc.refused_otherwise();
             return Err(AllocError);
         }
         if !self.slabs.advance() {
@@ -620,6 +742,9 @@ impl<A: Allocator> Pool<A> {
     /// While it runs, the pool is marked busy: a nested slab refill is refused.
     fn add_slab(&self, slots: usize) -> Result<(), AllocError> {
         let layout = self.slab_layout(slots).ok_or(AllocError)?;
+        if !self.alloc.admits(layout.size()) {
+            return Err(AllocError);
+        }
         let granules = layout.size().div_ceil(self.map.granule());
         let block = self.backing_call.run(|| {
             self.map.reserve(granules, &self.alloc)?;
@@ -745,6 +870,7 @@ impl<A: Allocator> Pool<A> {
         } else if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else if self.strict.get() {
+            self.alloc.refused_otherwise();
             Err(AllocError)
         } else {
             let block = if zeroed {
@@ -820,6 +946,7 @@ impl<A: Allocator> Pool<A> {
         }
         if !to_slot && new.size() != 0 && self.strict.get() {
             // Strict: `new` would go to the backing allocator (the block is unchanged).
+            self.alloc.refused_otherwise();
             return Err(AllocError);
         }
         // SAFETY: forwarded from the caller; both layouts route to `self.alloc` exactly when

@@ -129,6 +129,7 @@ impl<T, A: Allocator> TypedPool<T, A> {
     /// dropped: `Box::new_in(value, &pool)`.
     ///
     /// # Panics
+    /// At the [allocation limit](Self::set_allocation_limit), with a message naming the limit.
     /// Calls `handle_alloc_error` when the backing allocator fails (a `T` always fits a slot).
     ///
     /// ```
@@ -145,16 +146,92 @@ impl<T, A: Allocator> TypedPool<T, A> {
     /// ```
     #[track_caller]
     pub fn alloc(&self, value: T) -> Box<T, &Self> {
-        match Box::try_new_in(value, self) {
-            Ok(b) => b,
-            Err(AllocError) => crate::error::Failure::OutOfMemory(Layout::new::<T>()).raise(),
+        match self.allocate_impl(Layout::new::<T>()) {
+            // SAFETY: a block from this pool for `T`'s layout.
+            Ok(block) => unsafe { super::boxed(block, value, self) },
+            Err(AllocError) => self.pool.alloc_failed(Layout::new::<T>()),
         }
     }
 
-    /// Like [`alloc`](Self::alloc), returning `Err` when the backing allocator fails (`value`
-    /// is dropped then, as `Box::try_new_in` drops it).
+    /// Like [`alloc`](Self::alloc), returning `Err` when the backing allocator fails or at the
+    /// allocation limit (even when the pool [panics on its limit](Self::set_panic_on_limit));
+    /// `value` is dropped then, as `Box::try_new_in` drops it.
     pub fn try_alloc(&self, value: T) -> Result<Box<T, &Self>, AllocError> {
-        Box::try_new_in(value, self)
+        let block = self.allocate_impl(Layout::new::<T>())?;
+        // SAFETY: a block from this pool for `T`'s layout.
+        Ok(unsafe { super::boxed(block, value, self) })
+    }
+
+    /// The error of a failed `Allocator` call (see [`Pool::set_panic_on_limit`]).
+    #[inline]
+    #[track_caller]
+    pub(crate) fn refused(&self) -> AllocError {
+        self.pool.refused()
+    }
+
+    /// Sets a cap on the bytes the pool holds from its backing allocator, or removes it with
+    /// `None`, as [`Pool::set_allocation_limit`] does: slabs, the address map's table and blocks
+    /// of other layouts count; a request that would need more fails (`try_alloc`, the
+    /// `Allocator` methods) or panics naming the limit ([`alloc`](Self::alloc)); a free slot is
+    /// still handed out at the limit.
+    ///
+    /// ```
+    /// use arena_pool::TypedPool;
+    ///
+    /// let pool = TypedPool::<[u64; 2]>::new();
+    /// pool.set_allocation_limit(Some(2048));
+    /// let mut boxes = Vec::new();
+    /// while let Ok(b) = pool.try_alloc([1, 2]) {
+    ///     boxes.push(b);
+    /// }
+    /// assert!(pool.stats().bytes_held <= 2048);
+    /// drop(boxes.pop());
+    /// assert!(pool.try_alloc([3, 4]).is_ok()); // the freed slot
+    /// ```
+    pub fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.pool.set_allocation_limit(limit)
+    }
+
+    /// The allocation limit, if one is set.
+    ///
+    /// ```
+    /// let pool = arena_pool::TypedPool::<u64>::new();
+    /// pool.set_allocation_limit(Some(4096));
+    /// assert_eq!(pool.allocation_limit(), Some(4096));
+    /// ```
+    pub fn allocation_limit(&self) -> Option<usize> {
+        self.pool.allocation_limit()
+    }
+
+    /// With `true`, the `Allocator` methods panic at the allocation limit instead of returning
+    /// `Err(AllocError)`, as [`Pool::set_panic_on_limit`] describes; `try_alloc` still returns
+    /// `Err`.
+    ///
+    /// ```
+    /// use std::panic::{AssertUnwindSafe, catch_unwind};
+    /// use arena_pool::TypedPool;
+    /// use arena_pool::allocator_api2::boxed::Box;
+    ///
+    /// let pool = TypedPool::<u64>::new();
+    /// pool.set_allocation_limit(Some(0));
+    /// pool.set_panic_on_limit(true);
+    /// let r = catch_unwind(AssertUnwindSafe(|| Box::new_in(1u64, &pool)));
+    /// assert!(r.is_err()); // a panic naming the limit, not an abort
+    /// assert!(pool.try_alloc(1).is_err());
+    /// ```
+    pub fn set_panic_on_limit(&self, panic: bool) {
+        self.pool.set_panic_on_limit(panic)
+    }
+
+    /// Whether the `Allocator` methods panic at the allocation limit.
+    ///
+    /// ```
+    /// let pool = arena_pool::TypedPool::<u64>::new();
+    /// pool.set_panic_on_limit(true);
+    /// assert!(pool.panics_on_limit());
+    /// ```
+    pub fn panics_on_limit(&self) -> bool {
+        self.pool.panics_on_limit()
     }
 
     /// Strict mode, as for [`Pool::set_strict`]: layouts that do not fit a slot (other than

@@ -5,7 +5,7 @@
 //! | need | use |
 //! |---|---|
 //! | one result built by many threads (parallel parsing, jobs), freed at once | [`SyncArena`], each thread through [`SyncArena::local`] |
-//! | a few allocations from any thread, with no handle to keep | `&SyncArena` directly (one compare-and-swap each) |
+//! | allocations from any thread, with no handle to keep (`par_iter().map(\|x\| arena.alloc(x))`) | `&SyncArena` directly (each thread bumps a piece of its own) |
 //! | each thread's own scratch, never shared | one [`Arena`](crate::Arena) per thread (no atomics, scopes, reset per thread) |
 //! | many objects of one type, freed one by one on any thread | [`SyncPool`] |
 //!
@@ -17,6 +17,10 @@
 //!   block or a `LocalArena`'s unused tail given back) with `Release`: a thread that receives
 //!   bytes another thread gave back sees that thread's last writes to them as done. A failed
 //!   compare-and-swap is `Relaxed`: it only retries.
+//! - A thread's piece of the shared path (`thread_piece`) is bumped with plain loads and stores:
+//!   its bytes were taken from a chunk by the thread's own compare-and-swap (`Acquire`), and no
+//!   other thread bumps them. A piece is used only while the arena's key is the one it was taken
+//!   under, which only `&mut SyncArena` renews.
 //! - Chunks are freed only through `&mut SyncArena` (`reset`, `trim`) or drop, so a thread never
 //!   bumps a chunk that is being freed.
 //! - A thread without the lock reaches a chunk's header only through its atomics and its size
@@ -25,7 +29,13 @@
 //! - A large block's header is read without the lock only while no list holds it: threads relink
 //!   the list under the lock, which writes the headers of the blocks next to theirs, so what a
 //!   caller needs of a block is read before it is linked.
-//! - `SyncPool` has no lock-free structure: each shard's `Mutex` orders every use of its slots.
+//! - `SyncPool` has no lock-free structure: each shard's `Mutex` orders every use of its slots,
+//!   and the registry's lock every use of a thread's cache by another thread (the statistics,
+//!   `trim`, `reset`, drop, a thread's exit). A cache's owner updates its count with `Relaxed`
+//!   stores: another thread reads it exactly only when something else orders the owner's last use
+//!   before the read (a join, the `&mut` of `trim`); the registry's `alive` flag is cleared with
+//!   `Release` after the pool's last use of the caches and read with `Acquire` by a thread that
+//!   frees its cache of a dead pool.
 
 mod local;
 mod shim;

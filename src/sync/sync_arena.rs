@@ -1,11 +1,12 @@
-//! [`SyncArena`]: a bump arena shared by threads. The bump is one compare-and-swap on the current
-//! chunk's cursor; taking a new chunk happens under a lock.
+//! [`SyncArena`]: a bump arena shared by threads. Each thread bumps a piece of its own, taken
+//! from the current chunk with one compare-and-swap; taking a new chunk happens under a lock.
 
 use core::fmt;
 
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use self::shared_chunk::{Chunks, Current, EXTRA_HEADER, SharedChunk, free_chunk, list_step};
+use self::thread_piece::PieceKey;
 use super::shim::{Mutex, Ordering};
 use crate::arena::Spares;
 use crate::arena::{
@@ -20,6 +21,7 @@ mod bumping;
 mod large_blocks;
 mod reset;
 mod shared_chunk;
+mod thread_piece;
 
 pub(crate) use self::reset::SharedCheckpoint;
 
@@ -27,9 +29,11 @@ pub(crate) use self::reset::SharedCheckpoint;
 /// [`Allocator`] and through typed helpers, and every block stays valid until the arena is
 /// [`reset`](SyncArena::reset) or dropped.
 ///
-/// - **Shared path**: each allocation is one compare-and-swap on the current chunk's cursor; a
-///   thread that finds the chunk full takes a new one under a lock, while the others keep
-///   bumping.
+/// - **Shared path**: `&SyncArena` from any thread. Each thread bumps a piece of its own (taken
+///   from the current chunk with one compare-and-swap, and kept in a small thread-local table),
+///   with plain loads and stores: threads allocating at once do not fight over a cursor. Blocks
+///   too large for a piece take one compare-and-swap on the chunk; a thread that finds the chunk
+///   full takes a new one under a lock, while the others keep bumping.
 /// - **Per-thread path**: [`local`](SyncArena::local) gives a [`LocalArena`] that takes pieces of
 ///   the shared arena and bumps inside them with no atomic operation at all; its typed helpers
 ///   return references that live as long as the `SyncArena` borrow, so a thread can build part of
@@ -65,6 +69,9 @@ pub struct SyncArena<A: Allocator = Global> {
     /// The chunk being bumped (an empty header before the first one, see `Current`). Stored with
     /// Release after the chunk's header is written, loaded with Acquire.
     current: Current,
+    /// Names the threads' pieces of the arena (see `thread_piece`): renewed by every `&mut`
+    /// operation that moves a cursor back or frees a chunk.
+    pieces: PieceKey,
     chunks: Mutex<Chunks>,
     alloc: A,
 }
@@ -125,6 +132,7 @@ impl<A: Allocator> SyncArena<A> {
     pub fn new_in(alloc: A) -> SyncArena<A> {
         SyncArena {
             current: Current::new(),
+            pieces: PieceKey::new(),
             chunks: Mutex::new(Chunks {
                 used: None,
                 spares: None,
@@ -143,6 +151,7 @@ impl<A: Allocator> SyncArena<A> {
                 reserved: 0,
                 kept: Spares::new(),
                 chunk_peak: 0,
+                fill_peak: 0,
                 probe: None,
             }),
             alloc,
@@ -413,6 +422,7 @@ impl<A: Allocator> SyncArena<A> {
             used_bytes += x.used();
             c = x.next();
         }
+        used_bytes -= self.own_piece_rest();
         let current = self.current.get(Ordering::Acquire);
         ArenaStats {
             chunks: chunks.count,
@@ -425,7 +435,8 @@ impl<A: Allocator> SyncArena<A> {
             allocated_bytes_including_metadata: chunks.held
                 + chunks.large_bytes
                 + chunks.kept.bytes(),
-            chunk_capacity: current.map_or(0, |c| c.capacity() - c.used()),
+            chunk_capacity: current.map_or(0, |c| c.capacity() - c.used())
+                + self.own_piece_rest_at_cursor(),
             allocation_limit: chunks.limit,
         }
     }
@@ -460,6 +471,8 @@ impl<A: Allocator> SyncArena<A> {
     /// assert_eq!(total, arena.used_bytes());
     /// ```
     pub fn iter_allocated_chunks(&mut self) -> ChunkIter<'_> {
+        // This thread's piece gives its unused rest back, so the chunks add up to `used_bytes`.
+        self.forget_pieces();
         let chunks = self.chunks.get_mut();
         let first = chunks.used.map(|c| c.0.cast());
         // SAFETY: `first` heads the list of chunks in use, which `list_step` reads; `&mut self`,
@@ -488,7 +501,9 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// Bytes left in the current chunk: how much the shared path can allocate (at alignment 1)
-    /// before it takes another chunk. Other threads may take them first.
+    /// before it takes another chunk, the unused rest of the calling thread's piece included
+    /// when the piece ends at the chunk's cursor (a block that does not fit the piece takes the
+    /// rest back). Other threads may take them first.
     ///
     /// ```
     /// let arena = arena_pool::SyncArena::new();
@@ -499,7 +514,7 @@ impl<A: Allocator> SyncArena<A> {
     /// ```
     pub fn chunk_capacity(&self) -> usize {
         let current = self.current.get(Ordering::Acquire);
-        current.map_or(0, |c| c.capacity() - c.used())
+        current.map_or(0, |c| c.capacity() - c.used()) + self.own_piece_rest_at_cursor()
     }
 }
 

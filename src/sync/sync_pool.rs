@@ -11,9 +11,13 @@ use alloc::vec::Vec;
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::shim::{AtomicBool, AtomicUsize, Me, Ordering, ReentrantLock};
-use crate::arena::dangling;
+use crate::arena::{Budget, dangling};
 use crate::error::Failure;
-use crate::pool::{Pool, PoolStats, SlotShape, relocate, resize_in_place};
+use crate::pool::{Pool, PoolStats, SlotShape, boxed, relocate, resize_in_place};
+use crate::reentry::OnUnwind;
+use cache::{BATCH, RegistryRef};
+
+mod cache;
 
 /// A thread-safe pool of fixed-size slots: [`Pool`]'s behaviour through `&SyncPool` from any
 /// thread, including blocks allocated on one thread and freed on another.
@@ -28,10 +32,27 @@ use crate::pool::{Pool, PoolStats, SlotShape, relocate, resize_in_place};
 ///   every shard keeps exact counts and [`trim`](SyncPool::trim) stays exact;
 /// - layouts that do not fit a slot go straight to the backing allocator, with no lock.
 ///
+/// In front of the shards, each thread keeps a **cache** of up to 64 free slots per pool: an
+/// allocation, and a free of a whole slot (a `Box<T>` of the pool's `T`), take from it and give
+/// to it with no lock and no atomic read-modify-write, on any thread (slots are interchangeable
+/// within a pool, so a block freed on another thread goes to that thread's cache). Slots move
+/// between a cache and the shards 32 at a time, in one lock: an empty cache takes a batch from
+/// its thread's shard, a full one gives its oldest half back to their shards.
+/// - The statistics count cached slots as free: [`stats`](SyncPool::stats) is exact whenever no
+///   thread is inside the pool.
+/// - [`trim`](SyncPool::trim), [`reset`](SyncPool::reset) and drop take every cache back first,
+///   so no cached slot outlives the pool or keeps a slab from being trimmed.
+/// - A thread's exit gives its cached slots to the pool, where the next thread that needs slots
+///   takes them.
+/// - A free of a layout smaller than the slot (a pointer narrowed to it) goes to its shard at
+///   once, as does every call on a thread while it is inside the backing allocator for this pool
+///   (re-entrancy) or exiting.
+///
 /// There is no lock-free list, so no ABA problem; each lock's acquire/release orders the slot
-/// links and the block contents between the threads that use a slot in turn. Memory goes back to
-/// the backing allocator only through `&mut self` ([`trim`](SyncPool::trim)) or drop, when no
-/// other thread can be inside the pool.
+/// links and the block contents between the threads that use a slot in turn (a slot freed into
+/// another thread's cache reaches it with the block, by whatever sent the block there). Memory
+/// goes back to the backing allocator only through `&mut self` ([`trim`](SyncPool::trim)) or
+/// drop, when no other thread can be inside the pool.
 ///
 /// `SyncPool` is `Sync` when `A` is, and `Send` when `A` is `Send + Sync`.
 ///
@@ -70,11 +91,92 @@ struct Shared<A: Allocator> {
     slot_layout: Layout,
     /// The shards' slot shape (every shard's `Pool` is made for `slot_layout`).
     shape: SlotShape,
+    /// A whole slot (`shape`'s size and alignment): how slots move between caches and shards.
+    whole_slot: Layout,
+    /// The threads' caches of this pool.
+    registry: RegistryRef,
     /// Blocks of layouts that do not fit a slot, held from the backing allocator.
     fallback: AtomicUsize,
     /// Strict mode: layouts that do not fit a slot are refused (see `SyncPool::set_strict`).
     strict: AtomicBool,
+    /// The allocation limit, and the bytes held from `alloc` by every shard and the blocks that
+    /// do not fit a slot.
+    limit: SharedLimit,
     alloc: A,
+}
+
+/// A `SyncPool`'s allocation limit: the arenas' rule (`Budget`) over a count of the bytes held
+/// that every thread updates. A request is counted before its call into the backing allocator
+/// (a compare-and-swap that admits it only under the limit), so that requests of several
+/// threads at once never pass the limit together, and taken off again when the call fails.
+struct SharedLimit {
+    /// The limit, when `limited` is set.
+    limit: AtomicUsize,
+    limited: AtomicBool,
+    /// Bytes held from the backing allocator, or being taken from it.
+    held: AtomicUsize,
+    panic_on_limit: AtomicBool,
+}
+
+impl SharedLimit {
+    fn new() -> SharedLimit {
+        SharedLimit {
+            limit: AtomicUsize::new(0),
+            limited: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            panic_on_limit: AtomicBool::new(false),
+        }
+    }
+
+    fn get(&self) -> Option<usize> {
+        self.limited
+            .load(Ordering::Relaxed)
+            .then(|| self.limit.load(Ordering::Relaxed))
+    }
+
+    /// Sets the limit. A request made meanwhile by another thread is measured against the old
+    /// limit or the new one; each is a valid answer for a call that races the setting.
+    fn set(&self, limit: Option<usize>) {
+        if let Some(limit) = limit {
+            self.limit.store(limit, Ordering::Relaxed);
+        }
+        self.limited.store(limit.is_some(), Ordering::Relaxed);
+    }
+
+    /// Counts `more` bytes as held if the limit admits them (`Err` when it does not).
+    fn take(&self, more: usize) -> Result<(), ()> {
+        let limit = self.get();
+        self.held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                Budget { limit, held }.admit(more).ok()?;
+                held.checked_add(more)
+            })
+            .map(drop)
+            .map_err(drop)
+    }
+
+    /// Counts `bytes` as no longer held.
+    fn give(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` more as held, admitted already (the excess length of a block).
+    fn count(&self, bytes: usize) {
+        if bytes != 0 {
+            self.held.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a `SyncPool` request does when the allocation limit refuses it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnLimit {
+    /// Returns `Err` (`try_alloc`).
+    Err,
+    /// Panics if the pool panics on its limit (the `Allocator` methods).
+    AsAsked,
+    /// Panics (`alloc`).
+    Panic,
 }
 
 /// One shard, on a cache line (pair) of its own. The lock is re-entrant: the shard's pool calls
@@ -86,12 +188,74 @@ struct Shard<A: Allocator>(ReentrantLock<Pool<Backing<A>>>);
 
 /// The backing allocator as the pool of shard `shard` sees it: a pointer to the `Shared` that
 /// holds the one allocator of the `SyncPool`.
+///
+/// Every call of the `SyncPool` into its backing allocator goes through a `Backing`, which counts
+/// the bytes against the pool's limit: a shard's (for its slabs and its address map), or one
+/// with no shard (`SyncPool::direct`, for the blocks that do not fit a slot).
 struct Backing<A: Allocator> {
     shared: NonNull<Shared<A>>,
+    /// The shard, or an index past the shards for the blocks that do not fit a slot.
     shard: usize,
     /// Set while the shard is held through `&mut SyncPool` (in `trim`), not through its lock:
     /// the shards are then borrowed mutably, and must not be reached from here.
     exclusive: Cell<bool>,
+    /// Whether the last request made here was refused by the limit (read by the thread that
+    /// made it, under the shard's lock, or on its own `direct` view).
+    refused: Cell<bool>,
+}
+
+impl<A: Allocator> Backing<A> {
+    /// The pool's limit. Only this field of `Shared` is referenced: `trim` holds the shards
+    /// mutably meanwhile.
+    fn limit(&self) -> &SharedLimit {
+        // SAFETY: `shared` is alive (see `Send` below); the field is never borrowed mutably.
+        unsafe { &(*self.shared.as_ptr()).limit }
+    }
+
+    /// Runs `call`, a request to the backing allocator for `more` bytes counted as held
+    /// meanwhile if the limit admits them: they stay counted when it succeeds, and are given
+    /// back when it fails or unwinds. The block returned may be longer than asked for (`base +
+    /// more` bytes, `base` being the size of the block it replaces): the pool may use, and later
+    /// give back, its whole length, so that length is what stays counted.
+    fn taking(
+        &self,
+        base: usize,
+        more: usize,
+        call: impl FnOnce() -> Result<NonNull<[u8]>, AllocError>,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let limit = self.limit();
+        if limit.take(more).is_err() {
+            self.refused.set(true);
+            return Err(AllocError);
+        }
+        let undo = OnUnwind::new(|| limit.give(more));
+        let r = call();
+        undo.disarm();
+        // Admitted: what nested requests in `call` did to the flag does not describe this one.
+        self.refused.set(false);
+        match r {
+            Ok(block) => limit.count(block.len().saturating_sub(base + more)),
+            Err(AllocError) => limit.give(more),
+        }
+        r
+    }
+
+    /// Calls `f` with the backing allocator, recording the thread as the holder of the shard's
+    /// lock meanwhile (when this is a shard's and the shards are reached through their locks).
+    fn call<R>(&self, f: impl FnOnce(&A) -> R) -> R {
+        if self.exclusive.get() {
+            // SAFETY: `shared` is alive; the allocator is reached through a shared reference
+            // to its field only: `trim` holds the shards mutably.
+            return f(unsafe { &(*self.shared.as_ptr()).alloc });
+        }
+        // SAFETY: `shared` is alive (see `Send` below); only shared references to its fields
+        // are made, and no `&mut` to the shards exists unless `exclusive` is set.
+        let shared = unsafe { self.shared.as_ref() };
+        match shared.shards.get(self.shard) {
+            Some(shard) => shard.0.holding(Me::get(), || f(&shared.alloc)),
+            None => f(&shared.alloc),
+        }
+    }
 }
 
 // SAFETY: `Backing` is a shared reference to the `SyncPool`'s `Shared`, which outlives every
@@ -100,43 +264,81 @@ struct Backing<A: Allocator> {
 // holds the shard (under its lock, or through `&mut SyncPool`).
 unsafe impl<A: Allocator + Sync> Send for Backing<A> {}
 
-// SAFETY: every method forwards to the `A` in `Shared`, which is alive (see above).
+// SAFETY: every method forwards to the `A` in `Shared`, which is alive (see above), and only
+// counts bytes against the limit.
 unsafe impl<A: Allocator> Allocator for Backing<A> {
     /// Called by the shard's pool with the shard's lock held (for a slab or an address-map
     /// table): the thread is recorded as the holder meanwhile, so that the backing allocator
-    /// may use this `SyncPool` on it without a deadlock.
+    /// may use this `SyncPool` on it without a deadlock. Or, with no shard, for a block that
+    /// does not fit a slot.
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: `shared` is alive (see above); only shared references to its fields are made,
-        // and no `&mut` to the shards exists while a shard's lock is held.
-        let shared = unsafe { self.shared.as_ref() };
-        match shared.shards.get(self.shard) {
-            Some(shard) => shard.0.holding(Me::get(), || shared.alloc.allocate(layout)),
-            None => shared.alloc.allocate(layout),
-        }
+        self.taking(0, layout.size(), || self.call(|a| a.allocate(layout)))
+    }
+
+    #[inline]
+    fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.taking(0, layout.size(), || {
+            self.call(|a| a.allocate_zeroed(layout))
+        })
     }
 
     /// Called by the shard's pool with the shard's lock held (an address-map table replaced
     /// while a slab is taken), with the thread recorded as the holder as for `allocate`; or
-    /// with the shard held exclusively (`trim`), or once the shards are gone (drop).
+    /// with the shard held exclusively (`trim`), or once the shards are gone (drop); or, with
+    /// no shard, for a block that does not fit a slot.
     #[inline]
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if self.exclusive.get() {
-            // SAFETY: forwarded from the caller; the allocator is reached through a shared
-            // reference to its field only: `trim` holds the shards mutably.
-            return unsafe { (*self.shared.as_ptr()).alloc.deallocate(ptr, layout) };
-        }
-        // SAFETY: `shared` is alive (see above); nothing holds the shards mutably: a shard is
-        // held through its lock, or the shards have left `shared` (drop).
-        let shared = unsafe { self.shared.as_ref() };
-        match shared.shards.get(self.shard) {
-            // SAFETY: forwarded from the caller.
-            Some(shard) => shard.0.holding(Me::get(), || unsafe {
-                shared.alloc.deallocate(ptr, layout)
-            }),
-            // SAFETY: forwarded from the caller.
-            None => unsafe { shared.alloc.deallocate(ptr, layout) },
-        }
+        // Out of the count once the backing allocator has the block back, so that another
+        // thread admitted in its place never holds it at the same time (the limit caps what the
+        // backing allocator holds at any moment); out of it too if `deallocate` unwinds, which
+        // leaves the block to the backing allocator: the pool no longer refers to it.
+        let limit = self.limit();
+        let give = OnUnwind::new(|| limit.give(layout.size()));
+        // SAFETY: forwarded from the caller.
+        self.call(|a| unsafe { a.deallocate(ptr, layout) });
+        give.disarm();
+        limit.give(layout.size());
+    }
+
+    /// Only for blocks that do not fit a slot (with no shard).
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        self.taking(old.size(), new.size() - old.size(), || {
+            // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
+            self.call(|a| unsafe { a.grow(ptr, old, new) })
+        })
+    }
+
+    /// As `grow`.
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        self.taking(old.size(), new.size() - old.size(), || {
+            // SAFETY: forwarded from the caller (`new.size() >= old.size()`).
+            self.call(|a| unsafe { a.grow_zeroed(ptr, old, new) })
+        })
+    }
+
+    /// As `grow`.
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        // SAFETY: forwarded from the caller (`new.size() <= old.size()`).
+        let block = self.call(|a| unsafe { a.shrink(ptr, old, new) })?;
+        // The whole length returned stays counted (see `taking`).
+        self.limit().give(old.size().saturating_sub(block.len()));
+        Ok(block)
     }
 }
 
@@ -264,15 +466,25 @@ impl<A: Allocator> SyncPool<A> {
         // Valid until it is freed in `Drop` (as a `Box`: the global allocator, this layout),
         // after the shards.
         let shared = NonNull::new(raw).ok_or(state)?;
+        let shape = SlotShape::for_layout(layout);
+        let Some(registry) = RegistryRef::new() else {
+            // SAFETY: allocated above with `state`, not written.
+            unsafe { alloc::alloc::dealloc(raw.cast(), state) };
+            return Err(Layout::new::<cache::Registry>());
+        };
         // SAFETY: a fresh block for one `Shared`, written whole before any use.
         unsafe {
             shared.as_ptr().write(Shared {
                 shards: Vec::new(),
                 mask: n - 1,
                 slot_layout: layout,
-                shape: SlotShape::for_layout(layout),
+                shape,
+                // A slot's size is a multiple of its alignment, a power of two.
+                whole_slot: Layout::from_size_align(shape.size, shape.align).unwrap_or(layout),
+                registry,
                 fallback: AtomicUsize::new(0),
                 strict: AtomicBool::new(false),
+                limit: SharedLimit::new(),
                 alloc,
             });
         }
@@ -284,6 +496,7 @@ impl<A: Allocator> SyncPool<A> {
                     shared,
                     shard,
                     exclusive: Cell::new(false),
+                    refused: Cell::new(false),
                 },
             )))
         }));
@@ -322,7 +535,8 @@ impl<A: Allocator> SyncPool<A> {
     ///
     /// # Panics
     /// In strict mode, when `T` does not fit a slot, with a message naming `T`'s layout and the
-    /// slot's. Calls `handle_alloc_error` when the backing allocator fails.
+    /// slot's; at the [allocation limit](Self::set_allocation_limit), with a message naming the
+    /// limit. Calls `handle_alloc_error` when the backing allocator fails.
     ///
     /// ```
     /// let pool = arena_pool::SyncPool::for_type::<[u32; 4]>();
@@ -333,19 +547,131 @@ impl<A: Allocator> SyncPool<A> {
     /// ```
     #[track_caller]
     pub fn alloc<T>(&self, value: T) -> allocator_api2::boxed::Box<T, &Self> {
-        match allocator_api2::boxed::Box::try_new_in(value, self) {
-            Ok(b) => b,
+        match self.allocate_with(Layout::new::<T>(), false, OnLimit::Panic) {
+            // SAFETY: a block from this pool for `T`'s layout.
+            Ok(block) => unsafe { boxed(block, value, self) },
             Err(AllocError) => self.alloc_failed(Layout::new::<T>()),
         }
     }
 
-    /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking or calling
+    /// Like [`alloc`](Self::alloc), returning `Err` instead of panicking (also at the limit
+    /// when the pool [panics on its limit](Self::set_panic_on_limit)) or calling
     /// `handle_alloc_error` (`value` is dropped then, as `Box::try_new_in` drops it).
     pub fn try_alloc<T>(
         &self,
         value: T,
     ) -> Result<allocator_api2::boxed::Box<T, &Self>, AllocError> {
-        allocator_api2::boxed::Box::try_new_in(value, self)
+        let block = self.allocate_with(Layout::new::<T>(), false, OnLimit::Err)?;
+        // SAFETY: a block from this pool for `T`'s layout.
+        Ok(unsafe { boxed(block, value, self) })
+    }
+
+    /// Sets a cap on the bytes the pool holds from its backing allocator, or removes it with
+    /// `None`, for all its shards together: their slabs, their address maps' tables, and the
+    /// blocks of layouts that do not fit a slot. A request that would need more fails with
+    /// `AllocError` (`try_alloc`, the `Allocator` methods) or panics naming the limit
+    /// ([`alloc`](Self::alloc), and the `Allocator` methods with
+    /// [`set_panic_on_limit`](Self::set_panic_on_limit)), as for
+    /// [`Pool::set_allocation_limit`]. Requests of several threads at once never pass it
+    /// together. What the pool holds already stays, and a free slot is still handed out at the
+    /// limit (from the thread's shard: a slot free in another shard is not).
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// pool.set_allocation_limit(Some(4096));
+    /// assert_eq!(pool.allocation_limit(), Some(4096));
+    /// let mut boxes = Vec::new();
+    /// while let Ok(b) = pool.try_alloc(1u64) {
+    ///     boxes.push(b);
+    /// }
+    /// assert!(pool.stats().bytes_held <= 4096);
+    /// boxes.pop(); // its slot is handed out again at the limit
+    /// assert!(pool.try_alloc(2u64).is_ok());
+    /// ```
+    pub fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.shared().limit.set(limit);
+    }
+
+    /// The allocation limit, if one is set.
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// assert_eq!(pool.allocation_limit(), None);
+    /// ```
+    pub fn allocation_limit(&self) -> Option<usize> {
+        self.shared().limit.get()
+    }
+
+    /// With `true`, the pool's `Allocator` methods panic at the allocation limit ("arena-pool:
+    /// the pool's allocation limit of N bytes is reached") instead of returning
+    /// `Err(AllocError)`, as [`Pool::set_panic_on_limit`] describes; the shard's lock is free
+    /// again and the pool consistent when the panic unwinds. [`try_alloc`](Self::try_alloc)
+    /// still returns `Err`.
+    ///
+    /// ```
+    /// use std::panic::{AssertUnwindSafe, catch_unwind};
+    /// use arena_pool::allocator_api2::boxed::Box;
+    ///
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// pool.set_allocation_limit(Some(0));
+    /// pool.set_panic_on_limit(true);
+    /// assert!(catch_unwind(AssertUnwindSafe(|| Box::new_in(1u64, &pool))).is_err());
+    /// assert!(pool.try_alloc(1u64).is_err());
+    /// ```
+    pub fn set_panic_on_limit(&self, panic: bool) {
+        self.shared()
+            .limit
+            .panic_on_limit
+            .store(panic, Ordering::Relaxed);
+    }
+
+    /// Whether the `Allocator` methods panic at the allocation limit.
+    ///
+    /// ```
+    /// let pool = arena_pool::SyncPool::for_type::<u64>();
+    /// assert!(!pool.panics_on_limit());
+    /// ```
+    pub fn panics_on_limit(&self) -> bool {
+        self.shared().limit.panic_on_limit.load(Ordering::Relaxed)
+    }
+
+    /// The view of the backing allocator for the blocks that do not fit a slot (no shard),
+    /// which counts them against the limit.
+    #[inline]
+    fn direct(&self) -> Backing<A> {
+        Backing {
+            shared: self.shared,
+            shard: usize::MAX,
+            exclusive: Cell::new(false),
+            refused: Cell::new(false),
+        }
+    }
+
+    /// A failed request: the limit's panic when the limit refused it (`by_limit`) and
+    /// `on_limit` asks for the panic; `AllocError` otherwise. Called once the request has undone
+    /// what it did.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn failed(&self, by_limit: bool, on_limit: OnLimit) -> AllocError {
+        if let (true, Some(limit)) = (by_limit, self.allocation_limit()) {
+            let panic = match on_limit {
+                OnLimit::Err => false,
+                OnLimit::AsAsked => self.panics_on_limit(),
+                OnLimit::Panic => true,
+            };
+            if panic {
+                Failure::PoolLimitReached { limit }.raise()
+            }
+        }
+        AllocError
+    }
+
+    /// The `Allocator` methods' failure: the limit's panic is raised, when asked for, where the
+    /// request failed.
+    #[inline(always)]
+    pub(crate) fn refused(&self) -> AllocError {
+        AllocError
     }
 
     /// Why an allocation of `layout` failed, as a panic naming the cause.
@@ -386,8 +712,8 @@ impl<A: Allocator> SyncPool<A> {
         &self.shared().alloc
     }
 
-    /// Statistics, summed over the shards (each locked in turn, so a snapshot only while no
-    /// other thread uses the pool).
+    /// Statistics, summed over the shards (each locked in turn) less the slots in the threads'
+    /// caches: a snapshot only while no other thread uses the pool.
     ///
     /// ```
     /// use arena_pool::allocator_api2::boxed::Box;
@@ -412,6 +738,8 @@ impl<A: Allocator> SyncPool<A> {
             total.slabs += s.slabs;
             total.bytes_held += s.bytes_held;
         }
+        // The shards count the slots in the threads' caches as in use; they are not.
+        total.in_use = total.in_use.saturating_sub(shared.registry.cached());
         total
     }
 
@@ -425,7 +753,8 @@ impl<A: Allocator> SyncPool<A> {
         self.stats().capacity
     }
 
-    /// Returns every slab with no slot in use to the backing allocator.
+    /// Returns every slab with no slot in use to the backing allocator, after taking back the
+    /// slots of every thread's cache.
     pub fn trim(&mut self) {
         /// Clears a shard's `exclusive` flag when its `trim` returns or unwinds.
         struct Exclusive<A: Allocator>(*mut Pool<Backing<A>>);
@@ -436,6 +765,7 @@ impl<A: Allocator> SyncPool<A> {
                 unsafe { (*self.0).allocator().exclusive.set(false) };
             }
         }
+        self.take_back_caches();
         for shard in self.shards_mut() {
             let pool: *mut Pool<Backing<A>> = shard.0.get_mut();
             // SAFETY: `pool` comes from the `&mut` above, and is used only through this pointer
@@ -448,12 +778,23 @@ impl<A: Allocator> SyncPool<A> {
         }
     }
 
-    /// Forgets every slot (all become free) and keeps the slabs. Needs `&mut self`, so no block
-    /// of the pool is alive.
+    /// Forgets every slot (all become free, the threads' caches emptied) and keeps the slabs.
+    /// Needs `&mut self`, so no block of the pool is alive.
     pub fn reset(&mut self) {
+        // Emptied first: a cached slot must not be handed out again after the reset.
+        self.take_back_caches();
         for shard in self.shards_mut() {
             shard.0.get_mut().reset();
         }
+    }
+
+    /// Gives every slot of the threads' caches back to its shard. Needs `&mut self`: no thread is
+    /// inside the pool, so none uses its cache meanwhile (see `cache::Registry::take_back`).
+    fn take_back_caches(&mut self) {
+        let s = self.shared();
+        s.registry.take_back(false, |p| {
+            self.give_back(&mut [p], 0);
+        });
     }
 
     /// The shards, for the `&mut self` methods.
@@ -514,40 +855,60 @@ impl<A: Allocator> SyncPool<A> {
         None
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn allocate_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_with(layout, false)
+        self.allocate_with(layout, false, OnLimit::AsAsked)
     }
 
     #[inline]
     pub(crate) fn allocate_zeroed_impl(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        self.allocate_with(layout, true)
+        self.allocate_with(layout, true, OnLimit::AsAsked)
     }
 
-    #[inline]
-    fn allocate_with(&self, layout: Layout, zeroed: bool) -> Result<NonNull<[u8]>, AllocError> {
+    #[inline(always)]
+    fn allocate_with(
+        &self,
+        layout: Layout,
+        zeroed: bool,
+        on_limit: OnLimit,
+    ) -> Result<NonNull<[u8]>, AllocError> {
         let s = self.shared();
-        if self.pooled(layout) {
-            // The home shard is masked to the shard count: `get` never fails, and keeps this
-            // path free of a bounds-check panic.
-            let me = Me::get();
-            let shard = s.shards.get(me.hint() & s.mask).ok_or(AllocError)?;
-            let pool = shard.0.lock(me);
-            if zeroed {
-                pool.allocate_zeroed(layout)
-            } else {
-                pool.allocate(layout)
-            }
-        } else if layout.size() == 0 {
+        if !self.pooled(layout) {
+            return self.allocate_other(layout, zeroed, on_limit);
+        }
+        let p = match cache::pop(s.registry.key()) {
+            Some(p) => p,
+            None => self.take_slot_slow(on_limit)?,
+        };
+        if zeroed {
+            // SAFETY: a slot of `shape.size` bytes, ours now, valid for all of them.
+            unsafe { p.write_bytes(0, s.shape.size) };
+        }
+        Ok(NonNull::slice_from_raw_parts(p, s.shape.size))
+    }
+
+    /// A layout that does not fit a slot: a dangling block when empty, the backing allocator's
+    /// otherwise. Out of line, so that the slot path stays small enough to inline.
+    #[inline(never)]
+    fn allocate_other(
+        &self,
+        layout: Layout,
+        zeroed: bool,
+        on_limit: OnLimit,
+    ) -> Result<NonNull<[u8]>, AllocError> {
+        let s = self.shared();
+        if layout.size() == 0 {
             Ok(NonNull::slice_from_raw_parts(dangling(layout.align()), 0))
         } else if s.strict.load(Ordering::Relaxed) {
             Err(AllocError)
         } else {
-            let block = if zeroed {
-                s.alloc.allocate_zeroed(layout)?
+            let direct = self.direct();
+            let r = if zeroed {
+                direct.allocate_zeroed(layout)
             } else {
-                s.alloc.allocate(layout)?
+                direct.allocate(layout)
             };
+            let block = r.map_err(|_| self.failed(direct.refused.get(), on_limit))?;
             s.fallback.fetch_add(1, Ordering::Relaxed);
             Ok(block)
         }
@@ -555,8 +916,35 @@ impl<A: Allocator> SyncPool<A> {
 
     /// # Safety
     /// The `Allocator::deallocate` contract.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+        let s = self.shared();
+        // A pooled layout of the slot's size: the caller's pointer is valid for the whole slot,
+        // and may be handed out again as it is.
+        if layout.size() == s.shape.size && self.pooled(layout) {
+            // Debug builds: a foreign pointer is caught before it is cached (not under loom,
+            // whose models would explore every extra lock taken).
+            #[cfg(all(debug_assertions, not(loom)))]
+            if self.with_owner(p, |_| ()).is_none() {
+                panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
+            }
+            if !cache::push(s.registry.key(), p) {
+                self.cache_slot_slow(p);
+            }
+            return;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.deallocate_other(p, layout) }
+    }
+
+    /// `deallocate` of a block that is not a whole slot: a pointer narrowed to less than its
+    /// slot (given back to its shard at once, which re-derives the slot's pointer from its
+    /// slab's), or a block of the backing allocator. Out of line, as `allocate_other`.
+    ///
+    /// # Safety
+    /// The `Allocator::deallocate` contract.
+    #[inline(never)]
+    unsafe fn deallocate_other(&self, p: NonNull<u8>, layout: Layout) {
         let s = self.shared();
         if self.pooled(layout) {
             // SAFETY: the caller's block, a slot of the shard pool that holds it.
@@ -567,9 +955,133 @@ impl<A: Allocator> SyncPool<A> {
         } else if layout.size() != 0 {
             s.fallback.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: a non-pooled, non-empty layout means `p` came from `alloc` (routing is by
-            // layout alone).
-            unsafe { s.alloc.deallocate(p, layout) }
+            // layout alone), through the view that counts such blocks.
+            unsafe { self.direct().deallocate(p, layout) }
         }
+    }
+
+    /// An allocation the thread's cache could not serve: from the cache after a refill (from an
+    /// orphaned cache, or a batch from the thread's shard), or from the shard directly when the
+    /// thread cannot use its cache (a nested call from the backing allocator, or a thread that
+    /// is exiting).
+    #[cold]
+    #[inline(never)]
+    fn take_slot_slow(&self, on_limit: OnLimit) -> Result<NonNull<u8>, AllocError> {
+        let s = self.shared();
+        let Some(busy) = cache::enter(&s.registry) else {
+            let mut one = [NonNull::dangling()];
+            self.take_slots(&mut one, on_limit)?;
+            let [p] = one;
+            return Ok(p);
+        };
+        let cache = busy.cache();
+        if let Some(p) = cache.pop() {
+            return Ok(p);
+        }
+        if s.registry.adopt(cache) == 0 {
+            let mut got = [NonNull::dangling(); BATCH];
+            let n = self.take_slots(&mut got, on_limit)?;
+            // Reversed: the first slot taken is handed out first.
+            for &p in got.iter().take(n).rev() {
+                cache.push_slow(p);
+            }
+        }
+        cache.pop().ok_or(AllocError)
+    }
+
+    /// Takes up to `out.len()` slots from the thread's shard into `out`, under one lock: at
+    /// least one (which may take a new slab), then those the shard has without a new slab.
+    /// Returns how many.
+    /// A failure is `failed`'s, as the shard's `Backing` tells it (read under the shard's lock).
+    fn take_slots(&self, out: &mut [NonNull<u8>], on_limit: OnLimit) -> Result<usize, AllocError> {
+        let s = self.shared();
+        let me = Me::get();
+        // The home shard is masked to the shard count: `get` never fails.
+        let shard = s.shards.get(me.hint() & s.mask).ok_or(AllocError)?;
+        let pool = shard.0.lock(me);
+        let mut n = 0;
+        for slot in out.iter_mut() {
+            if n > 0 && !pool.has_spare_slot() {
+                break;
+            }
+            match pool.allocate(s.whole_slot) {
+                Ok(p) => *slot = p.cast(),
+                Err(_) if n == 0 => {
+                    return Err(self.failed(pool.allocator().refused.get(), on_limit));
+                }
+                Err(_) => break,
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// A whole slot freed that the thread's cache could not take: into the cache after giving
+    /// its oldest half back to the shards, or to its shard directly when the thread cannot use
+    /// its cache (see `take_slot_slow`).
+    #[cold]
+    #[inline(never)]
+    fn cache_slot_slow(&self, p: NonNull<u8>) {
+        let s = self.shared();
+        let Some(busy) = cache::enter(&s.registry) else {
+            // SAFETY: `p` is a live slot of this pool (the caller's contract), of a whole slot.
+            let freed = self.with_owner(p, |pool| unsafe { pool.deallocate(p, s.whole_slot) });
+            if freed.is_none() && cfg!(debug_assertions) {
+                panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
+            }
+            return;
+        };
+        let cache = busy.cache();
+        #[cfg(debug_assertions)]
+        if cache.holds(p) {
+            panic!("arena-pool: SyncPool::deallocate: double free of {p:p}");
+        }
+        if cache.len() == cache::CAP {
+            let mut out = [NonNull::dangling(); BATCH];
+            let k = cache.take_oldest(&mut out);
+            let hint = self.give_back(&mut out[..k], cache.hint.get());
+            cache.hint.set(hint);
+        }
+        cache.push_slow(p);
+    }
+
+    /// Gives cached slots (whole slots of this pool, taken from their shards and not in use)
+    /// back to their shards, one lock per shard that holds some of them, trying shard `first`
+    /// first. Returns the last shard that took one.
+    fn give_back(&self, slots: &mut [NonNull<u8>], first: usize) -> usize {
+        let s = self.shared();
+        let me = Me::get();
+        let mut left = slots.len();
+        let mut last = first;
+        for k in 0..s.shards.len() {
+            if left == 0 {
+                break;
+            }
+            let i = first.wrapping_add(k) & s.mask;
+            let Some(shard) = s.shards.get(i) else {
+                continue; // never: the index is masked to the shard count
+            };
+            let pool = shard.0.lock(me);
+            let mut kept = 0;
+            for j in 0..left {
+                let Some(&p) = slots.get(j) else { break };
+                if pool.owns(p) {
+                    // SAFETY: a whole slot of this shard's pool, taken from it, not in use.
+                    unsafe { pool.deallocate(p, s.whole_slot) };
+                    last = i;
+                } else if let Some(slot) = slots.get_mut(kept) {
+                    *slot = p;
+                    kept += 1;
+                }
+            }
+            left = kept;
+        }
+        if left != 0 && cfg!(debug_assertions) {
+            panic!(
+                "arena-pool: SyncPool::deallocate: a cached slot was not allocated by this pool"
+            );
+        }
+        last
     }
 
     /// `grow`, `grow_zeroed`, `shrink`: in place within a slot, by `A` when both layouts go
@@ -598,19 +1110,13 @@ impl<A: Allocator> SyncPool<A> {
             // Strict: `new` would go to the backing allocator (the block is unchanged).
             return Err(AllocError);
         }
-        // SAFETY: forwarded from the caller; both layouts go to `alloc` exactly when neither fits
-        // a slot.
-        unsafe {
-            relocate(
-                self,
-                &self.shared().alloc,
-                !from_slot && !to_slot,
-                p,
-                old,
-                new,
-                zeroed,
-            )
-        }
+        let direct = self.direct();
+        // SAFETY: forwarded from the caller; both layouts go to `alloc` (through the view that
+        // counts such blocks) exactly when neither fits a slot.
+        let r = unsafe { relocate(self, &direct, !from_slot && !to_slot, p, old, new, zeroed) };
+        // A new block through the pool raised the limit's panic already, if asked; a block
+        // that stays with the backing allocator is answered here.
+        r.map_err(|_| self.failed(direct.refused.get(), OnLimit::AsAsked))
     }
 }
 
@@ -637,6 +1143,9 @@ impl<A: Allocator> Drop for SyncPool<A> {
                 drop(unsafe { Box::from_raw(self.0) });
             }
         }
+        // The caches first: emptied, and the registry marked dead, so that no thread reaches
+        // the pool through its cache any more (their slots go with the slabs).
+        self.shared().registry.take_back(true, |_| {});
         let shared = FreeShared(self.shared.as_ptr());
         // The shards first, through the raw pointer: their pools give their slabs back through
         // `Backing` pointers to `alloc`, which a `Box` of the whole `Shared` would invalidate.

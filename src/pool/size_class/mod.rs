@@ -55,6 +55,7 @@ use core::ptr::NonNull;
 use allocator_api2::alloc::{AllocError, Allocator, Global};
 
 use super::address_map::AddressMap;
+use super::limit::Limited;
 use crate::arena::dangling;
 use crate::reentry::BackingCall;
 
@@ -186,7 +187,9 @@ pub struct SizeClassPool<A: Allocator = Global> {
     fallback_blocks: Cell<usize>,
     /// Set while a page is taken from `alloc` (see [`BackingCall`]).
     backing_call: BackingCall,
-    alloc: A,
+    /// The backing allocator, with the pool's allocation limit: every call into it goes
+    /// through this.
+    alloc: Limited<A>,
 }
 
 // SAFETY: the pool exclusively owns its pages and points only into them; handed-out blocks
@@ -244,7 +247,7 @@ impl<A: Allocator> SizeClassPool<A> {
             empty_bytes: Cell::new(0),
             fallback_blocks: Cell::new(0),
             backing_call: BackingCall::new(),
-            alloc,
+            alloc: Limited::new(alloc),
         }
     }
 
@@ -255,7 +258,96 @@ impl<A: Allocator> SizeClassPool<A> {
 
     /// The backing allocator.
     pub fn allocator(&self) -> &A {
-        &self.alloc
+        self.alloc.inner()
+    }
+
+    /// Sets a cap on the bytes the pool holds from its backing allocator, or removes it with
+    /// `None`: its pages (the cached empty ones too), its address map's table, and the blocks of
+    /// layouts that no class serves, which go to the backing allocator. A request that would
+    /// need more fails with `AllocError` (or panics naming the limit, with
+    /// [`set_panic_on_limit`](Self::set_panic_on_limit)). What the pool holds already stays,
+    /// even past a new, lower limit, and a free block of a class is still handed out at the
+    /// limit: the limit caps the memory taken, not the blocks in use. An empty page the pool
+    /// caches is used before new memory is asked for. The limit is checked only when the pool
+    /// takes memory (a new page, a large block), never on the free-list paths.
+    ///
+    /// As for an [arena's limit](crate::Arena::set_allocation_limit), a collection's
+    /// infallible methods abort at the limit (`handle_alloc_error`) unless they reserve with
+    /// their fallible calls or the pool panics on its limit.
+    ///
+    /// ```
+    /// use arena_pool::SizeClassPool;
+    /// use arena_pool::allocator_api2::vec::Vec;
+    ///
+    /// let pool = SizeClassPool::new();
+    /// pool.set_allocation_limit(Some(16 * 1024));
+    /// assert_eq!(pool.allocation_limit(), Some(16 * 1024));
+    /// let mut v: Vec<u64, _> = Vec::new_in(&pool);
+    /// assert!(v.try_reserve(1024).is_ok()); // 8 KiB: a block of the largest class
+    /// assert!(v.try_reserve(4096).is_err()); // 32 KiB from the backing allocator: refused
+    /// assert!(pool.stats().bytes_held <= 16 * 1024);
+    /// ```
+    pub fn set_allocation_limit(&self, limit: Option<usize>) {
+        self.alloc.set_limit(limit);
+    }
+
+    /// The allocation limit, if one is set (see
+    /// [`set_allocation_limit`](Self::set_allocation_limit)).
+    ///
+    /// ```
+    /// let pool = arena_pool::SizeClassPool::new();
+    /// assert_eq!(pool.allocation_limit(), None);
+    /// ```
+    pub fn allocation_limit(&self) -> Option<usize> {
+        self.alloc.limit()
+    }
+
+    /// With `true`, the pool's `Allocator` methods (what collections call) **panic** when the
+    /// [allocation limit](Self::set_allocation_limit) is reached ("arena-pool: the pool's
+    /// allocation limit of N bytes is reached") instead of returning `Err(AllocError)`, as
+    /// [`Arena::set_panic_on_limit`](crate::Arena::set_panic_on_limit) does for an arena: a
+    /// collection's `push` or `insert` past the limit then unwinds instead of aborting. The
+    /// panic is raised once the failed request has undone what it did, so the pool and its
+    /// collections stay usable. Only the limit panics: a backing allocator out of memory is
+    /// still `Err`.
+    ///
+    /// ```
+    /// use std::panic::{AssertUnwindSafe, catch_unwind};
+    /// use arena_pool::SizeClassPool;
+    /// use arena_pool::allocator_api2::vec::Vec;
+    ///
+    /// let pool = SizeClassPool::new();
+    /// pool.set_allocation_limit(Some(16 * 1024));
+    /// pool.set_panic_on_limit(true);
+    /// let mut v: Vec<u64, _> = Vec::new_in(&pool);
+    /// let r = catch_unwind(AssertUnwindSafe(|| {
+    ///     for i in 0..100_000 {
+    ///         v.push(i); // a push past the limit panics
+    ///     }
+    /// }));
+    /// assert!(r.is_err()); // a panic naming the limit, not an abort
+    /// assert_eq!(v[10], 10); // the vector keeps what it had
+    /// ```
+    pub fn set_panic_on_limit(&self, panic: bool) {
+        self.alloc.set_panic_on_limit(panic);
+    }
+
+    /// Whether the `Allocator` methods panic at the allocation limit.
+    ///
+    /// ```
+    /// let pool = arena_pool::SizeClassPool::new();
+    /// assert!(!pool.panics_on_limit());
+    /// ```
+    pub fn panics_on_limit(&self) -> bool {
+        self.alloc.panics_on_limit()
+    }
+
+    /// The error of a failed `Allocator` call (see
+    /// [`set_panic_on_limit`](Self::set_panic_on_limit)).
+    #[inline]
+    #[track_caller]
+    pub(crate) fn refused(&self) -> AllocError {
+        self.alloc.refuse()
     }
 
     /// Puts every class's recently freed blocks back in their pages, then returns every empty

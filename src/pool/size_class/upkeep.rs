@@ -58,6 +58,7 @@ impl<A: Allocator> SizeClassPool<A> {
             return Ok(page);
         }
         if self.backing_call.in_progress() {
+            self.alloc.refused_otherwise();
             return Err(AllocError);
         }
         let block = class_size(class);
@@ -146,6 +147,9 @@ impl<A: Allocator> SizeClassPool<A> {
     /// the address map (through which `Drop` finds every page held).
     fn new_page_from_backing(&self, size: usize) -> Result<Page, AllocError> {
         let layout = Layout::from_size_align(size, GRANULE).map_err(|_| AllocError)?;
+        if !self.alloc.admits(size) {
+            return Err(AllocError);
+        }
         let granules = size.div_ceil(GRANULE);
         let block = self.backing_call.run(|| {
             self.map.reserve(granules, &self.alloc)?;
@@ -389,6 +393,10 @@ impl<A: Allocator> SizeClassPool<A> {
     /// # Safety
     /// The page holds no block in use (nor recently freed blocks), is in no class list, is
     /// neither a class's spare nor draining page, and is out of the cache and its counts.
+    ///
+    /// Out of line: a call into the backing allocator, rare on the free path that reaches it.
+    #[cold]
+    #[inline(never)]
     pub(super) unsafe fn release(&self, page: Page) {
         let size = page.size();
         self.pages.set(self.pages.get() - 1);

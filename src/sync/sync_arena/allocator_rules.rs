@@ -9,8 +9,9 @@ use allocator_api2::alloc::{AllocError, Allocator};
 
 use super::SyncArena;
 use super::shared_chunk::SharedChunk;
+use super::thread_piece::NOTED_ROLLBACK;
 use crate::arena::resize::{self, Front};
-use crate::arena::{ArenaStats, Core, LARGE_THRESHOLD, refuse, satisfies};
+use crate::arena::{ArenaStats, Core, refuse, satisfies};
 use crate::error::Failure;
 use crate::sync::shim::Ordering;
 
@@ -20,11 +21,14 @@ impl<A: Allocator> SyncArena<A> {
     /// # Safety
     /// The `Allocator::deallocate` contract.
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
+        if self.release_in_piece(p, layout.size()) {
+            return;
+        }
         // SAFETY: `p + size` is the end of the caller's block (`p` itself for an empty one, which
         // `release_bump` ignores).
         let end = unsafe { p.add(layout.size()) };
         if self.release_bump(p, end) {
-            if layout.size() >= LARGE_THRESHOLD {
+            if layout.size() >= NOTED_ROLLBACK {
                 self.note_rollback(layout.size());
             }
         } else if let Some(b) = self.unlink_large(p, layout) {
@@ -38,13 +42,7 @@ impl<A: Allocator> SyncArena<A> {
     #[inline(never)]
     pub(crate) fn note_rollback(&self, size: usize) {
         let mut chunks = self.chunks.lock();
-        let mut held = size;
-        let mut c = chunks.used;
-        while let Some(x) = c {
-            held += x.used();
-            c = x.next();
-        }
-        chunks.chunk_peak = chunks.chunk_peak.max(held);
+        chunks.chunk_peak = chunks.chunk_peak.max(chunks.in_chunks() + size);
     }
 
     /// `Allocator::grow` / `grow_zeroed`: in place when the block is last and the chunk has room
@@ -84,7 +82,7 @@ impl<A: Allocator> SyncArena<A> {
         if old.size() != 0
             // SAFETY: `p` was allocated with `old` (the contract).
             && unsafe { satisfies(p, old, new) }
-            && self.grow_last(p, old.size(), new.size())
+            && self.grow_last_any(p, old.size(), new.size())
         {
             if zeroed {
                 // SAFETY: `p` is writable for `new.size()` bytes now.
@@ -173,7 +171,7 @@ impl<A: Allocator> SyncArena<A> {
         settle: bool,
     ) -> Result<NonNull<[u8]>, AllocError> {
         // SAFETY: `p` was allocated with `old` (the contract).
-        if unsafe { satisfies(p, old, new) } && self.shrink_last(p, old.size(), new.size()) {
+        if unsafe { satisfies(p, old, new) } && self.shrink_last_any(p, old.size(), new.size()) {
             return Ok(NonNull::slice_from_raw_parts(p, new.size()));
         }
         // SAFETY: forwarded from the caller.
@@ -211,19 +209,22 @@ impl<A: Allocator> SyncArena<A> {
 impl<A: Allocator> Core for SyncArena<A> {
     #[inline(always)]
     fn core_bump(&self, layout: Layout) -> Option<NonNull<u8>> {
-        self.current.with(Ordering::Acquire, |c| c.bump(layout))
+        self.pieces.piece(|t| t.bump(layout))
     }
 
     #[inline(always)]
     unsafe fn core_release_bump(&self, p: NonNull<u8>, layout: Layout) {
-        // SAFETY: `p + size` is the end of the caller's block, bumped in a chunk.
+        if self.release_in_piece(p, layout.size()) {
+            return;
+        }
+        // SAFETY: `p + size` is the end of the caller's block, bumped in a piece or a chunk.
         let end = unsafe { p.add(layout.size()) };
         self.release_bump(p, end);
     }
 
     #[inline(always)]
     fn core_alloc_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.alloc_slow(layout)
+        self.alloc_thread_slow(layout)
     }
 
     /// [`alloc_block`](SyncArena::alloc_block), the shared path's own allocation (an empty layout gets its

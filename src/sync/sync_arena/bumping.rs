@@ -11,8 +11,9 @@ use super::SyncArena;
 use super::shared_chunk::{
     CHUNK_ALIGN, Chunks, DATA_OFFSET, EXTRA_HEADER, SharedChunk, SharedHeader, take_spare,
 };
+use super::thread_piece::{PIECES, Piece, ends_at_cursor, fits_pieces};
 use crate::arena::{
-    ChunkSource, Core, HEADER_SIZE, LARGE_THRESHOLD, Large, NewChunk, dangling, min_chunk_size,
+    ChunkSource, HEADER_SIZE, LARGE_THRESHOLD, Large, NewChunk, dangling, min_chunk_size,
     next_probe,
 };
 use crate::error::Failure;
@@ -43,15 +44,15 @@ pub(super) enum Request {
 const SMALL_PIECE: usize = 1024;
 
 impl<A: Allocator> SyncArena<A> {
-    /// Allocates `layout`: bump the current chunk, or take the cold path.
+    /// Allocates `layout`: bump the thread's piece, or take the cold path.
     #[inline(always)]
     pub(crate) fn alloc_block(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
         if layout.size() != 0 {
-            if let Some(p) = self.current.with(Ordering::Acquire, |c| c.bump(layout)) {
+            if let Some(p) = self.pieces.piece(|t| t.bump(layout)) {
                 return Ok(p);
             }
         }
-        self.alloc_slow(layout)
+        self.alloc_thread_slow(layout)
     }
 
     /// [`alloc_block`](Self::alloc_block) for the `Allocator` methods: a collection's buffer of
@@ -63,10 +64,107 @@ impl<A: Allocator> SyncArena<A> {
         if layout.size().wrapping_sub(1) >= LARGE_THRESHOLD - 1 {
             return self.allocator_empty_or_large(layout);
         }
-        if let Some(p) = self.current.with(Ordering::Acquire, |c| c.bump(layout)) {
+        if let Some(p) = self.pieces.piece(|t| t.bump(layout)) {
             return Ok(p);
         }
-        self.alloc_slow(layout)
+        self.alloc_thread_slow(layout)
+    }
+
+    /// The cold path of the shared path's allocation: an empty layout gets a dangling pointer; a
+    /// small request a new piece for the thread (see `thread_piece`), in which it is bumped; any
+    /// other request (or one whose piece could not be taken) is placed on the current chunk
+    /// directly.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn alloc_thread_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout.align()));
+        }
+        if PIECES {
+            if let Some(p) = self.refill_piece(layout) {
+                return Ok(p);
+            }
+            // Placed on the chunk: the thread's piece gives its rest back first when it ends at
+            // the chunk's cursor, so that the rest counts as the chunk's room
+            // (`chunk_capacity`) and the block follows the piece's last one.
+            self.return_piece_rest();
+        }
+        self.alloc_direct(layout)
+    }
+
+    /// Places `layout` on the current chunk, not in a piece: one compare-and-swap, or the locked
+    /// path.
+    #[inline(always)]
+    pub(super) fn alloc_direct(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
+        match self.chunk_bump(layout) {
+            Some(p) => Ok(p),
+            None => self.alloc_slow(layout),
+        }
+    }
+
+    /// Bytes between the current chunk's cursor and its limit (a hint: other threads bump
+    /// meanwhile).
+    fn chunk_room(&self) -> usize {
+        // Relaxed, as in `bump`: a stale value only makes the hint wrong.
+        self.current
+            .with(Ordering::Acquire, |c| {
+                let cursor = c.cursor().load(Ordering::Relaxed);
+                Some(c.limit().load(Ordering::Relaxed).saturating_sub(cursor))
+            })
+            .unwrap_or(0)
+    }
+
+    /// The compare-and-swap bump of the current chunk.
+    #[inline(always)]
+    pub(super) fn chunk_bump(&self, layout: Layout) -> Option<NonNull<u8>> {
+        self.current.with(Ordering::Acquire, |c| c.bump(layout))
+    }
+
+    /// Gives the thread a new piece of the arena and bumps `layout` in it; `None` when the
+    /// request is too large for pieces, or no piece could be taken (the request is then placed
+    /// directly, which names the failure, if any). The piece lengthens in place when it ends at
+    /// the current chunk's cursor (no other thread took memory after it); otherwise it is the
+    /// next size cut from the current chunk (or the chunk's rest, if smaller and the request fits
+    /// there), and the rest of the old piece stays unused until the reset.
+    fn refill_piece(&self, layout: Layout) -> Option<NonNull<u8>> {
+        self.pieces.claim(|t| {
+            let next = t.next_size();
+            if !fits_pieces(layout, next) {
+                return None;
+            }
+            let (_, limit) = t.range();
+            let longer = limit.checked_add(next)?;
+            // The empty piece's limit (1) is no chunk's cursor: the swap fails.
+            if self.current.holds(Ordering::Acquire, |c| {
+                longer <= c.limit().load(Ordering::Relaxed) && c.move_cursor(limit, longer)
+            }) {
+                t.set_limit(longer);
+            } else {
+                // The old piece's rest goes back when it ends at the chunk's cursor: the blocks
+                // before it and after it are then next to each other, and are given back in turn.
+                let (from, to) = t.rest();
+                if self.release_bump(from, to) {
+                    t.clear();
+                }
+                // A piece is cut from the current chunk only: a request that does not fit there
+                // is placed directly, which takes the next chunk, sized as the arena sizes its
+                // chunks (pieces do not change that), and the next refill cuts from it.
+                let room = self.chunk_room();
+                if room < layout.size() + layout.align() - 1 {
+                    return None;
+                }
+                let size = room.min(next);
+                // Alignment 1: the piece starts at the cursor, so that the blocks before it and
+                // in it are given back in turn, last first, as on the chunk.
+                let piece = Layout::from_size_align(size, 1).ok()?;
+                // May call the backing allocator, which may use this arena on this thread (and
+                // change this entry meanwhile): the piece set after it is the one taken here.
+                let p = self.alloc_direct(piece).ok()?;
+                t.set(p, size);
+            }
+            t.take_next_size();
+            t.bump(layout)
+        })
     }
 
     /// [`allocator_block`](Self::allocator_block) of an empty layout (a dangling pointer) or of
@@ -88,7 +186,7 @@ impl<A: Allocator> SyncArena<A> {
         layout: Layout,
         how: Request,
     ) -> Result<NonNull<u8>, Failure> {
-        match self.core_bump(layout) {
+        match self.chunk_bump(layout) {
             Some(p) => Ok(p),
             None => self.alloc_slow_as(layout, how),
         }
@@ -146,6 +244,10 @@ impl<A: Allocator> SyncArena<A> {
         }
         if let Some(p) = self.bump_current(layout) {
             return Ok(p);
+        }
+        if how != Request::Piece {
+            // The cycle needs at least what the chunks hold and this block (see `fill_peak`).
+            chunks.fill_peak = chunks.fill_peak.max(chunks.in_chunks() + layout.size());
         }
         if let Some(c) = take_spare(&mut chunks, layout) {
             return self.install(&mut chunks, c, layout);
@@ -437,10 +539,144 @@ impl<A: Allocator> SyncArena<A> {
     }
 }
 
+impl<A: Allocator> SyncArena<A> {
+    /// Gives the caller's block `[p, p + size)` back to the thread's piece when it is the
+    /// piece's last; returns whether it did.
+    #[inline(always)]
+    pub(super) fn release_in_piece(&self, p: NonNull<u8>, size: usize) -> bool {
+        size != 0
+            && self
+                .pieces
+                .piece(|t| {
+                    ends_at_cursor(t, p, size)?;
+                    t.set_cursor(p.addr().get());
+                    Some(())
+                })
+                .is_some()
+    }
+
+    /// In-place growth of the caller's block `[p, p + old)` to `new_size`: in the thread's
+    /// piece when it is the piece's last (lengthening the piece when it ends at the current
+    /// chunk's cursor), else on the current chunk when it is the chunk's last.
+    #[inline(always)]
+    pub(super) fn grow_last_any(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
+        let in_piece = self.pieces.piece(|t| {
+            ends_at_cursor(t, p, old)?;
+            Some(self.grow_in_piece(t, p, new_size))
+        });
+        match in_piece {
+            Some(grown) => grown,
+            None => self.grow_last(p, old, new_size),
+        }
+    }
+
+    /// [`grow_last_any`](Self::grow_last_any) of the piece's last block.
+    #[inline(always)]
+    fn grow_in_piece(&self, t: &Piece, p: NonNull<u8>, new_size: usize) -> bool {
+        let Some(to) = p.addr().get().checked_add(new_size) else {
+            return false;
+        };
+        let (_, limit) = t.range();
+        if to <= limit {
+            t.set_cursor(to);
+            return true;
+        }
+        self.lengthen_piece(t, limit, to)
+    }
+
+    /// Lengthens the thread's piece `t`, which ends at `limit`, to `to`, when it ends at the
+    /// current chunk's cursor and the chunk has room; the piece's cursor moves to `to` (its last
+    /// block grew there). Returns whether it did.
+    #[cold]
+    #[inline(never)]
+    fn lengthen_piece(&self, t: &Piece, limit: usize, to: usize) -> bool {
+        let lengthened = self.current.holds(Ordering::Acquire, |c| {
+            to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(limit, to)
+        });
+        if lengthened {
+            t.set_limit(to);
+            t.set_cursor(to);
+        }
+        lengthened
+    }
+
+    /// In-place shrink of the caller's block `[p, p + old)` to `new_size <= old`: in the
+    /// thread's piece when it is the piece's last, else on the current chunk when it is the
+    /// chunk's last.
+    #[inline(always)]
+    pub(super) fn shrink_last_any(&self, p: NonNull<u8>, old: usize, new_size: usize) -> bool {
+        let in_piece = self.pieces.piece(|t| {
+            ends_at_cursor(t, p, old)?;
+            t.set_cursor(p.addr().get() + new_size);
+            Some(())
+        });
+        in_piece.is_some() || self.shrink_last(p, old, new_size)
+    }
+
+    /// Gives this thread's unused rest back to the current chunk when the piece ends at the
+    /// chunk's cursor; the piece is then empty.
+    #[cold]
+    #[inline(never)]
+    fn return_piece_rest(&self) {
+        self.pieces.piece(|t| {
+            let (from, to) = t.rest();
+            if self.release_bump(from, to) {
+                t.clear();
+            }
+            Some(())
+        });
+    }
+
+    /// The unused rest of this thread's piece when the piece ends at the current chunk's cursor,
+    /// in bytes: room of the chunk's that the thread can hand out.
+    pub(super) fn own_piece_rest_at_cursor(&self) -> usize {
+        self.pieces
+            .piece(|t| {
+                let (cursor, limit) = t.range();
+                let at_cursor = self.current.holds(Ordering::Acquire, |c| {
+                    c.cursor().load(Ordering::Relaxed) == limit
+                });
+                Some(if at_cursor { limit - cursor } else { 0 })
+            })
+            .unwrap_or(0)
+    }
+
+    /// The unused rest of this thread's piece, in bytes (counted as used by the chunk it is in).
+    pub(super) fn own_piece_rest(&self) -> usize {
+        self.pieces
+            .piece(|t| {
+                let (cursor, limit) = t.range();
+                Some(limit - cursor)
+            })
+            .unwrap_or(0)
+    }
+
+    /// Before a `&mut` operation that reads or moves the cursors: this thread's piece gives its
+    /// unused rest back when it ends at the current chunk's cursor, and every thread's piece is
+    /// forgotten (the key is renewed). Another thread's unused rest stays counted as used until
+    /// the reset.
+    pub(super) fn forget_pieces(&mut self) {
+        self.pieces.piece(|t| {
+            let (from, to) = t.rest();
+            self.release_bump(from, to);
+            t.clear();
+            Some(())
+        });
+        self.pieces.renew();
+    }
+}
+
 /// A [`LocalArena`](crate::LocalArena)'s pieces: blocks of the shared arena, owned by it until
 /// reset or drop.
 impl<A: Allocator> ChunkSource for SyncArena<A> {
+    /// A handle's piece goes on the chunk, as a block placed directly: the calling thread's
+    /// piece gives its rest back first when it ends at the chunk's cursor (see
+    /// `alloc_thread_slow`), so that no rest is left between the two, counted neither as used
+    /// nor as the chunk's room.
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        if PIECES {
+            self.return_piece_rest();
+        }
         let p = self.alloc_block_as(layout, Request::Piece)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }

@@ -17,6 +17,7 @@ use core::ptr::{self, NonNull};
 use allocator_api2::alloc::{AllocError, Allocator};
 
 use super::bumping::Request;
+use super::thread_piece::NOTED_ROLLBACK;
 use super::{Chunks, SharedChunk, SyncArena};
 use crate::arena::resize::Front;
 use crate::arena::{
@@ -338,11 +339,11 @@ impl<A: Allocator> Front for SyncArena<A> {
         // first: once given back, another thread may bump over it). The compare-and-swap
         // succeeds only when its end is that chunk's cursor, so when nothing was bumped after
         // it there (`q` was not: it went to another chunk, or after the cursor).
-        if old.size() != 0 {
+        if old.size() != 0 && !self.release_in_piece(p, old.size()) {
             if let Some(c) = left {
                 // `p + old` ends the caller's block, so it does not overflow.
                 if c.move_cursor(p.addr().get() + old.size(), p.addr().get()) {
-                    if old.size() >= LARGE_THRESHOLD {
+                    if old.size() >= NOTED_ROLLBACK {
                         self.note_rollback(old.size());
                     }
                     if grows && new.size() >= LARGE_THRESHOLD {

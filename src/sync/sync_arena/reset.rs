@@ -21,6 +21,7 @@ impl<A: Allocator> SyncArena<A> {
     /// An oversized chunk is first kept under a probe, which requests that reach it raise under
     /// the refill lock.
     pub fn reset(&mut self) {
+        self.forget_pieces();
         self.retire_all_large();
         let chunks = self.chunks.get_mut();
         // Move every used chunk onto the spare list, counting what the cycle used, then rewind
@@ -52,7 +53,8 @@ impl<A: Allocator> SyncArena<A> {
             // A roll-back seen this cycle says how far it reached.
             bound = 0;
         }
-        let mut now = in_chunks.max(chunk_peak);
+        let fill_peak = core::mem::take(&mut chunks.fill_peak);
+        let mut now = in_chunks.max(chunk_peak).max(fill_peak);
         // A cycle that ran under a probe reached no further than it in its chunk; when it met the
         // probe, that bound is its need (its blocks may all have been given back since). One
         // that never met it needed less than the renewal the probe stands for.
@@ -165,6 +167,8 @@ impl<A: Allocator> SyncArena<A> {
     /// The shared path's position: the current chunk (the newest in use) and its cursor, and the
     /// large blocks' mark.
     pub(super) fn shared_checkpoint(&mut self) -> SharedCheckpoint {
+        // Blocks allocated after the checkpoint go to new pieces, above it.
+        self.forget_pieces();
         let chunks = self.chunks.get_mut();
         let chunk = chunks.used;
         SharedCheckpoint {
@@ -181,6 +185,7 @@ impl<A: Allocator> SyncArena<A> {
     /// # Safety
     /// As for [`reset_to`](SyncArena::reset_to).
     pub(super) unsafe fn restore(&mut self, cp: SharedCheckpoint) {
+        self.forget_pieces();
         // What the cycle had in use counts for retention before it is given back.
         let chunks = self.chunks.get_mut();
         let mut in_chunks = 0;

@@ -340,6 +340,10 @@ pub(super) struct Chunks {
     /// The most bytes the chunks were seen to hold at a roll-back of at least the large-block
     /// threshold since the last reset (what the chunks held before it, which a reset cannot see).
     pub(super) chunk_peak: usize,
+    /// The most bytes the chunks held, with the block that did not fit, when a block (not a
+    /// `LocalArena`'s piece, which gives its unused end back) needed another chunk since the
+    /// last reset: a need that later roll-backs of smaller blocks hide from the reset.
+    pub(super) fill_peak: usize,
     /// The probe a reset set on the chunk it kept, for the cycle after it.
     pub(super) probe: Option<SharedProbe>,
 }
@@ -354,6 +358,17 @@ impl Chunks {
             chunk: c,
             met: false,
         });
+    }
+
+    /// Bytes the chunks in use hold now, up to their cursors.
+    pub(super) fn in_chunks(&self) -> usize {
+        let mut held = 0;
+        let mut c = self.used;
+        while let Some(x) = c {
+            held += x.used();
+            c = x.next();
+        }
+        held
     }
 
     /// Usable bytes of every chunk held (headers excluded).
