@@ -80,7 +80,9 @@ impl<A: Allocator> SyncArena<A> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
         }
-        if PIECES {
+        // With no chunk yet (a new or emptied arena), the thread has no piece of it and none can
+        // be cut: the block takes the first chunk directly, and the next request cuts a piece.
+        if PIECES && self.current.get(Ordering::Relaxed).is_some() {
             if let Some(p) = self.refill_piece(layout) {
                 return Ok(p);
             }
