@@ -1,6 +1,7 @@
 //! Shared code of the benchmark suites: one [`BenchAlloc`] trait over arena-pool and its peers,
 //! so that every case runs the same code for every crate; [`TypedAlloc`] for the crates' own
-//! typed APIs and [`SlotStore`] for the slot-level pools; the [`harness`] that runs a suite under
+//! typed APIs and [`SlotStore`] for the slot-level pools; [`Mi`], mimalloc as an allocator
+//! instance, for the columns beside the system allocator; the [`harness`] that runs a suite under
 //! criterion, once per case for the instruction counts, or for the memory counts of the
 //! [`meter`] (the `meter` feature); and the start-up set-up that keeps the runs fair
 //! ([`fix_malloc_thresholds`]).
