@@ -422,7 +422,7 @@ impl core::hash::Hasher for SeqHasher {
 }
 
 /// One mixed-size row: `SizeClassPool` (the column named arena-pool), the system allocator and
-/// (but in memory mode) mimalloc.
+/// (not in memory mode) mimalloc.
 fn mixed_row(r: &mut Runner<'_>, name: &str, case: MixedCase) {
     r.bench("arena-pool", name, case.ops(), |d| {
         let pool = SizeClassPool::new();
@@ -445,9 +445,9 @@ fn on_threads(threads: usize, work: &(dyn Fn() + Sync)) {
 }
 
 /// The thread-safe types with 1 and 2 threads, each thread doing `N` operations per iteration.
-/// Boxes: `SyncPool` against the system allocator and (but in memory mode) mimalloc. Bump allocation: `SyncArena`'s shared path
-/// (`&SyncArena`) against a `LocalArena` handle per thread, then `reset` (no peer here has a
-/// thread-safe bump arena on allocator-api2 0.2).
+/// Boxes: `SyncPool` against the system allocator and (not in memory mode) mimalloc. Bump
+/// allocation: `SyncArena`'s shared path (`&SyncArena`) against a `LocalArena` handle per thread,
+/// then `reset` (no peer here has a thread-safe bump arena on allocator-api2 0.2).
 fn thread_rows(r: &mut Runner<'_>) {
     for threads in [1, 2] {
         let ops = (threads * N) as u64;

@@ -196,7 +196,7 @@ impl Case {
 }
 
 /// One row: the case for every crate, arena-pool first (criterion-table's baseline column), its
-/// `SizeClassPool` second, the general-purpose allocators last (mimalloc but in memory mode).
+/// `SizeClassPool` second, the general-purpose allocators last (mimalloc not in memory mode).
 fn row(r: &mut Runner<'_>, name: &str, case: Case) {
     fn one<A: BenchAlloc>(r: &mut Runner<'_>, name: &str, case: Case) {
         r.bench(A::NAME, name, case.ops(), |d| case.run::<A>(d));
