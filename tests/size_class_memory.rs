@@ -1,6 +1,7 @@
 //! `SizeClassPool`'s memory on a churning live set of mixed sizes (the pools suite's map of byte
 //! vectors): the bytes it holds from its backing allocator against the bytes the same program
 //! takes when every block is allocated directly, measured by a metering backing allocator.
+#![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 use core::alloc::Layout;
 use core::cell::Cell;
