@@ -272,6 +272,10 @@ after it, as it stays the process's memory. A reuse loop's first cycle and its s
   adapters hold theirs inline.
 - Not counted: the cases' own data (copy sources, orders of indices, lists of handles) and the
   list of live blocks \`System\` keeps for its reset, all made outside the count.
+- No \`mimalloc\` column: mimalloc, used as an allocator instance in the pools, workloads and
+  threads suites, takes its memory from the operating system, not from the global allocator the
+  meter counts, so its cases are not run in memory mode (the bytes requested from it are not its
+  memory).
 - The thread rows (pools, and every row of the threads suite) count spawning and joining the
   threads, in every column. A thread's
   last frees (about 144 bytes, 3 calls) come just before or just after its case ends, so these
@@ -743,7 +747,9 @@ come from the heap instead of fresh \`mmap\`s, and freed memory is not returned 
 With glibc's default, *dynamic* mmap threshold, whichever crate ran first paid page faults on
 every large chunk and raised the threshold for the crates after it; fixed thresholds make each
 crate's numbers independent of the order of the runs. The system allocator's columns are glibc
-malloc with these settings.
+malloc with these settings. The \`mimalloc\` columns (pools, workloads, threads) are the mimalloc
+crate's bundled library used as an allocator instance, with its default options; these settings
+do not reach it.
 
 ---
 Timing tables made with [criterion-table](https://github.com/nu11ptr/criterion-table).

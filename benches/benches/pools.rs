@@ -2,11 +2,12 @@
 //! `pools/<crate>/<case>`.
 //!
 //! - Slot level ([`SlotStore`]): arena-pool's `Box<T, &Pool>`, `Box<T>` on the system allocator,
-//!   slab's `insert`/`remove`, fastalloc's `FixedPool` and shared_arena's `Pool`, each with its
-//!   own owning handle, in an alloc+free churn and in fill-then-drain runs freed in LIFO, FIFO and
-//!   random order.
-//! - Mixed sizes: `SizeClassPool` against the system allocator (allocator-api2's `Global`), with
-//!   `Vec` and `HashMap` churn and a live set of mixed-size blocks replaced one at a time.
+//!   allocator-api2's `Box<T, Mi>` on mimalloc, slab's `insert`/`remove`, fastalloc's `FixedPool`
+//!   and shared_arena's `Pool`, each with its own owning handle, in an alloc+free churn and in
+//!   fill-then-drain runs freed in LIFO, FIFO and random order.
+//! - Mixed sizes: `SizeClassPool` against the system allocator (allocator-api2's `Global`) and
+//!   mimalloc ([`Mi`]), with `Vec` and `HashMap` churn and a live set of mixed-size blocks
+//!   replaced one at a time.
 //!
 //! One store serves every iteration, and every iteration frees all it allocated, so the measured
 //! state is the pool's steady state (its slabs already taken).
@@ -14,6 +15,11 @@
 //! The cases' own data (orders of indices, lists of handles or blocks, the replacement steps) is
 //! made and dropped outside the memory meter's count ([`unmetered`]): the memory figures are the
 //! stores' own.
+//!
+//! `mimalloc` is `mimalloc::MiMalloc` used as an allocator instance ([`Mi`]), not as the
+//! process's global allocator. It takes its memory from the operating system, not from the
+//! global allocator the memory meter counts, so its cases are not registered in memory mode
+//! ([`memory_mode`]): the `mimalloc` columns have times and instruction counts, no memory figures.
 //!
 //! The thread-safe pools get their rows here too: a `SlotFamily` (in the library's `slots`
 //! module) and one line in `slot_row` for the slot-level rows, one `r.bench` line in `mixed_row`
@@ -24,11 +30,13 @@ use std::hint::black_box;
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use arena_pool::{SizeClassPool, SyncArena, SyncPool};
-use arena_pool_benches::harness::{Driver, Runner, arena_pool_bench_measured_worker, run_suite};
+use arena_pool_benches::harness::{
+    Driver, Runner, arena_pool_bench_measured_worker, memory_mode, run_suite,
+};
 use arena_pool_benches::meter::unmetered;
 use arena_pool_benches::{
-    FastallocSlots, Layout, MixHasher, N, Payload, PoolSlots, SharedArenaSlots, SlabSlots,
-    SlotFamily, SlotStore, SyncPoolSlots, SystemBox, TypedPoolSlots, XorShift,
+    FastallocSlots, Layout, Mi, MiBox, MixHasher, N, Payload, PoolSlots, SharedArenaSlots,
+    SlabSlots, SlotFamily, SlotStore, SyncPoolSlots, SystemBox, TypedPoolSlots, XorShift,
 };
 
 /// Live blocks of the fill-then-drain cases.
@@ -229,6 +237,9 @@ fn slot_row(r: &mut Runner<'_>, name: &str, case: SlotCase) {
     one::<TypedPoolSlots>(r, name, case);
     one::<SyncPoolSlots>(r, name, case);
     one::<SystemBox>(r, name, case);
+    if !memory_mode() {
+        one::<MiBox>(r, name, case);
+    }
     one::<SlabSlots>(r, name, case);
     one::<FastallocSlots>(r, name, case);
     one::<SharedArenaSlots>(r, name, case);
@@ -410,13 +421,17 @@ impl core::hash::Hasher for SeqHasher {
     }
 }
 
-/// One mixed-size row: `SizeClassPool` (the column named arena-pool) and the system allocator.
+/// One mixed-size row: `SizeClassPool` (the column named arena-pool), the system allocator and
+/// (not in memory mode) mimalloc.
 fn mixed_row(r: &mut Runner<'_>, name: &str, case: MixedCase) {
     r.bench("arena-pool", name, case.ops(), |d| {
         let pool = SizeClassPool::new();
         case.run(d, &pool);
     });
     r.bench("System", name, case.ops(), |d| case.run(d, Global));
+    if !memory_mode() {
+        r.bench("mimalloc", name, case.ops(), |d| case.run(d, Mi));
+    }
 }
 
 /// Runs `work` on each of `threads` scoped threads (each iteration spawns and
@@ -430,9 +445,9 @@ fn on_threads(threads: usize, work: &(dyn Fn() + Sync)) {
 }
 
 /// The thread-safe types with 1 and 2 threads, each thread doing `N` operations per iteration.
-/// Boxes: `SyncPool` against the system allocator. Bump allocation: `SyncArena`'s shared path
-/// (`&SyncArena`) against a `LocalArena` handle per thread, then `reset` (no peer here has a
-/// thread-safe bump arena on allocator-api2 0.2).
+/// Boxes: `SyncPool` against the system allocator and (not in memory mode) mimalloc. Bump
+/// allocation: `SyncArena`'s shared path (`&SyncArena`) against a `LocalArena` handle per thread,
+/// then `reset` (no peer here has a thread-safe bump arena on allocator-api2 0.2).
 fn thread_rows(r: &mut Runner<'_>) {
     for threads in [1, 2] {
         let ops = (threads * N) as u64;
@@ -459,6 +474,17 @@ fn thread_rows(r: &mut Runner<'_>) {
                 });
             });
         });
+        if !memory_mode() {
+            r.bench("mimalloc", &name, ops, |d| {
+                d.steady(|| {
+                    on_threads(threads, &|| {
+                        for i in 0..N as u64 {
+                            black_box(allocator_api2::boxed::Box::new_in(Payload::<4>::new(i), Mi));
+                        }
+                    });
+                });
+            });
+        }
         let name = format!("threads: alloc(u64) x {N} on each of {threads} threads, then reset");
         r.bench("arena-pool-SyncArena", &name, ops, |d| {
             let mut arena = SyncArena::new();

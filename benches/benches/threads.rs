@@ -32,8 +32,9 @@
 //!
 //! `System` is the global allocator of this binary, `std::alloc::System` (glibc malloc), reached
 //! through allocator-api2's `Global`. `mimalloc` is `mimalloc::MiMalloc` used as an allocator
-//! instance (through its `GlobalAlloc` impl, wrapped in [`Mi`]), not as the process's global
-//! allocator: every other crate here still takes its memory from the system allocator.
+//! instance (through its `GlobalAlloc` impl, wrapped in the library's [`Mi`]), not as the
+//! process's global allocator: every other crate here still takes its memory from the system
+//! allocator.
 //!
 //! **Method.** Each criterion sample (`iter_custom`) spawns its T worker threads once, in a
 //! `std::thread::scope`, and the coordinating thread (criterion's own) steps them through a
@@ -66,21 +67,19 @@
 //! BENCH_THREADS_SMOKE=1 cargo bench -p arena-pool-benches --bench threads -- --test
 //! ```
 
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::alloc::GlobalAlloc;
 use std::hint::black_box;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Barrier, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
+use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::boxed::Box;
 use arena_pool::{SyncArena, SyncPool};
-use arena_pool_benches::harness::{Driver, Runner, run_suite};
+use arena_pool_benches::harness::{Driver, Runner, memory_mode, run_suite};
 use arena_pool_benches::meter::unmetered;
-use arena_pool_benches::{Payload, XorShift};
+use arena_pool_benches::{Mi, Payload, XorShift};
 
 /// The string each thread copies into the allocator in scenario A: 24 bytes.
 const TEXT: &str = "twenty-four bytes of str";
@@ -199,41 +198,6 @@ fn drive(d: &mut Driver<'_, '_>, mut run: impl FnMut(u64) -> Duration) {
             run(1);
         }
         Driver::Counted { .. } => unreachable!("the threads suite has no counting mode"),
-    }
-}
-
-/// mimalloc as an allocator instance: allocator-api2's `Allocator` over `MiMalloc`'s
-/// `GlobalAlloc` impl, so that allocator-api2's `Box` runs on it.
-#[derive(Clone, Copy, Default)]
-struct Mi;
-
-// SAFETY: `allocate` returns a block of `MiMalloc` of at least `layout`'s size and alignment (or
-// a dangling, aligned pointer for a size of zero, which is never dereferenced nor freed), live
-// until `deallocate` frees it with the same layout; `Mi` holds no state, so its copies are
-// interchangeable, as the trait requires of clones.
-unsafe impl Allocator for Mi {
-    #[inline(always)]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        if layout.size() == 0 {
-            let dangling = NonNull::<u8>::dangling().with_addr(
-                core::num::NonZeroUsize::new(layout.align()).expect("alignments are non-zero"),
-            );
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        // SAFETY: the layout's size is not zero.
-        let ptr = unsafe { mimalloc::MiMalloc.alloc(layout) };
-        NonNull::new(ptr)
-            .map(|p| NonNull::slice_from_raw_parts(p, layout.size()))
-            .ok_or(AllocError)
-    }
-
-    #[inline(always)]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: the caller passes a block `allocate` returned for `layout`: a non-empty one
-            // comes from `MiMalloc.alloc` with this layout.
-            unsafe { mimalloc::MiMalloc.dealloc(ptr.as_ptr(), layout) }
-        }
     }
 }
 
@@ -700,7 +664,7 @@ fn thread_counts(smoke: bool) -> Vec<usize> {
 
 fn threads(r: &mut Runner<'_>) {
     let smoke = std::env::var_os("BENCH_THREADS_SMOKE").is_some();
-    let memory = std::env::var_os("BENCH_MEMORY").is_some();
+    let memory = memory_mode();
     let sizes = if smoke { Sizes::SMOKE } else { Sizes::FULL };
     // Iterations of tens of milliseconds: the same number in every sample.
     r.long_running();

@@ -128,6 +128,14 @@ pub fn settled<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Whether this process runs its suite in memory mode (`BENCH_MEMORY` set, `list` included).
+/// The suites do not register the cases whose allocator the meter cannot see there (the
+/// `mimalloc` columns: see [`crate::Mi`]), so that memory mode lists and runs only cases it
+/// measures.
+pub fn memory_mode() -> bool {
+    std::env::var_os("BENCH_MEMORY").is_some()
+}
+
 /// The measured region of the counting mode: the instruction counts are those of the code run
 /// inside this function. It is a plain, unmangled, never-inlined symbol so that valgrind can name
 /// it; the call through `dyn` costs the same few instructions for every crate.

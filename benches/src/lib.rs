@@ -1,6 +1,7 @@
 //! Shared code of the benchmark suites: one [`BenchAlloc`] trait over arena-pool and its peers,
 //! so that every case runs the same code for every crate; [`TypedAlloc`] for the crates' own
-//! typed APIs and [`SlotStore`] for the slot-level pools; the [`harness`] that runs a suite under
+//! typed APIs and [`SlotStore`] for the slot-level pools; [`Mi`], mimalloc as an allocator
+//! instance, for the columns beside the system allocator; the [`harness`] that runs a suite under
 //! criterion, once per case for the instruction counts, or for the memory counts of the
 //! [`meter`] (the `meter` feature); and the start-up set-up that keeps the runs fair
 //! ([`fix_malloc_thresholds`]).
@@ -11,12 +12,14 @@
 
 pub mod harness;
 pub mod meter;
+mod mimalloc_alloc;
 pub mod report_data;
 mod slots;
 mod typed;
 
+pub use mimalloc_alloc::Mi;
 pub use slots::{
-    FastallocSlots, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlabStore, SlotFamily,
+    FastallocSlots, MiBox, Payload, PoolSlots, SharedArenaSlots, SlabSlots, SlabStore, SlotFamily,
     SlotStore, SyncPoolSlots, SystemBox, TypedPoolSlots,
 };
 pub use typed::TypedAlloc;
@@ -384,6 +387,27 @@ unsafe impl BenchAlloc for Malloc {
 #[inline(always)]
 fn malloc_of(_: &Malloc) -> &'static MallocImpl {
     &MALLOC
+}
+
+// mimalloc as a program uses it, as [`Malloc`] is the system allocator: every block freed by the
+// code that allocated it and a `reset` that does nothing, so for the same suites only (the
+// `workloads` suite). The memory meter does not see its memory: no suite registers it in memory
+// mode (see [`Mi`]).
+// SAFETY: the methods forward to `Mi`'s own allocator-api2 0.2 `Allocator` impl with the
+// caller's arguments; `reset` invalidates no block, which the trait allows (it *may* invalidate
+// them).
+unsafe impl BenchAlloc for Mi {
+    const NAME: &'static str = "mimalloc";
+    fn new() -> Self {
+        Mi
+    }
+    /// Nothing: the unit of work freed every block it allocated (see [`Malloc`]).
+    fn reset(&mut self) {}
+    forward_to!(
+        allocator_api2::alloc::Allocator,
+        Self,
+        core::convert::identity
+    );
 }
 
 /// `&A` as an allocator-api2 0.2 [`Allocator`], so that `allocator_api2::vec::Vec` (and later

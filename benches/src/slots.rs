@@ -1,9 +1,12 @@
 //! [`SlotStore`]: slot-level pools behind one trait (insert a value, get an owning handle, remove
 //! it by the handle), so that a `pools` case runs the same code for every crate, and
 //! [`SlotFamily`], which names a crate's store for any value type. arena-pool's entries are
-//! `Box<T, &Pool>` and `Box<T, &TypedPool<T>>`; the system allocator's is `Box<T>`.
+//! `Box<T, &Pool>` and `Box<T, &TypedPool<T>>`; the system allocator's is `Box<T>`, mimalloc's
+//! allocator-api2's `Box<T, Mi>`.
 
 use core::cell::UnsafeCell;
+
+use crate::Mi;
 
 /// A block of `W` words (`8 * W` bytes), the value the `pools` suite stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +136,34 @@ impl<T> SlotStore<T> for SystemBox {
     #[inline(always)]
     fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
         *handle
+    }
+}
+
+/// mimalloc as an allocator instance: allocator-api2's `Box<T, Mi>` (see [`Mi`]; the memory
+/// meter does not see it, so no suite registers it in memory mode).
+pub struct MiBox;
+
+impl SlotFamily for MiBox {
+    const NAME: &'static str = "mimalloc";
+    type Store<T: fastalloc::Poolable> = MiBox;
+}
+
+impl<T> SlotStore<T> for MiBox {
+    type Handle<'s> = allocator_api2::boxed::Box<T, Mi>;
+    fn with_capacity(_capacity: usize) -> Self {
+        MiBox
+    }
+    #[inline(always)]
+    fn insert(&self, value: T) -> Self::Handle<'_> {
+        allocator_api2::boxed::Box::new_in(value, Mi)
+    }
+    #[inline(always)]
+    fn remove<'s>(&'s self, handle: Self::Handle<'s>) {
+        drop(handle);
+    }
+    #[inline(always)]
+    fn take<'s>(&'s self, handle: Self::Handle<'s>) -> T {
+        allocator_api2::boxed::Box::into_inner(handle)
     }
 }
 

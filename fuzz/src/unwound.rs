@@ -43,13 +43,7 @@ pub fn assert_unwound_shared_fill(
         "{what:?}, unwound by the backing allocator, took more than a piece's rest and padding: \
          {before:?} -> {after:?}"
     );
-    let mut after = kept_given_back(before, after);
-    after.used_bytes = before.used_bytes;
-    after.chunk_capacity = before.chunk_capacity;
-    assert_eq!(
-        &after, before,
-        "{what:?}, unwound by the backing allocator, changed the arena"
-    );
+    assert_unchanged_but_room(before, after, what);
 }
 
 /// [`assert_unwound_unchanged`] for a `SyncArena` after a typed fill through one of its
@@ -68,13 +62,7 @@ pub fn assert_unwound_within_chunk(
         "{what:?}, unwound by the backing allocator, took more than the shared chunk's room: \
          {before:?} -> {after:?}"
     );
-    let mut after = kept_given_back(before, after);
-    after.used_bytes = before.used_bytes;
-    after.chunk_capacity = before.chunk_capacity;
-    assert_eq!(
-        &after, before,
-        "{what:?}, unwound by the backing allocator, changed the arena"
-    );
+    assert_unchanged_but_room(before, after, what);
 }
 
 /// `after` with `before`'s figures of the large blocks kept for reuse, when all that differs
@@ -101,4 +89,20 @@ pub fn kept_given_back(
         a.allocated_bytes = before.allocated_bytes;
     }
     a
+}
+
+/// The end of the checks above: every figure but `used_bytes` and `chunk_capacity` (which they
+/// checked) is as it was, kept large blocks given back aside.
+fn assert_unchanged_but_room(
+    before: &arena_pool::ArenaStats,
+    after: &arena_pool::ArenaStats,
+    what: &dyn std::fmt::Debug,
+) {
+    let mut after = kept_given_back(before, after);
+    after.used_bytes = before.used_bytes;
+    after.chunk_capacity = before.chunk_capacity;
+    assert_eq!(
+        &after, before,
+        "{what:?}, unwound by the backing allocator, changed the arena"
+    );
 }

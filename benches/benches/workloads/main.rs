@@ -19,6 +19,12 @@
 //! per process from fixed seeds, outside the memory meter's count ([`unmetered`]). Every unit
 //! computes a summary of its result and checks it against the summary of the same unit run on
 //! the global allocator (computed once, unmeasured): every crate must give the same answer.
+//!
+//! `System` is the system allocator as a program uses it ([`Malloc`]); `mimalloc` is
+//! `mimalloc::MiMalloc` used the same way as an allocator instance ([`Mi`]), not as the
+//! process's global allocator. mimalloc takes its memory from the operating system, not from the
+//! global allocator the memory meter counts, so its cases are not registered in memory mode
+//! ([`memory_mode`]): the `mimalloc` column has times and instruction counts, no memory figures.
 
 use core::borrow::Borrow;
 use core::hash::{Hash, Hasher};
@@ -27,9 +33,9 @@ use std::sync::OnceLock;
 
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
-use arena_pool_benches::harness::{Driver, Runner, reset_loop, run_suite};
+use arena_pool_benches::harness::{Driver, Runner, memory_mode, reset_loop, run_suite};
 use arena_pool_benches::meter::unmetered;
-use arena_pool_benches::{Api02, BenchAlloc, Malloc, MixHasher};
+use arena_pool_benches::{Api02, BenchAlloc, Malloc, Mi, MixHasher};
 
 mod compiler;
 mod graph;
@@ -190,7 +196,7 @@ impl Case {
 }
 
 /// One row: the case for every crate, arena-pool first (criterion-table's baseline column), its
-/// `SizeClassPool` second.
+/// `SizeClassPool` second, the general-purpose allocators last (mimalloc not in memory mode).
 fn row(r: &mut Runner<'_>, name: &str, case: Case) {
     fn one<A: BenchAlloc>(r: &mut Runner<'_>, name: &str, case: Case) {
         r.bench(A::NAME, name, case.ops(), |d| case.run::<A>(d));
@@ -202,6 +208,9 @@ fn row(r: &mut Runner<'_>, name: &str, case: Case) {
     one::<blink_alloc::Blink>(r, name, case);
     one::<stumpalo::Arena>(r, name, case);
     one::<Malloc>(r, name, case);
+    if !memory_mode() {
+        one::<Mi>(r, name, case);
+    }
 }
 
 fn workloads(r: &mut Runner<'_>) {

@@ -80,7 +80,9 @@ impl<A: Allocator> SyncArena<A> {
         if layout.size() == 0 {
             return Ok(dangling(layout.align()));
         }
-        if PIECES {
+        // With no chunk yet (a new or emptied arena), the thread has no piece of it and none can
+        // be cut: the block takes the first chunk directly, and the next request cuts a piece.
+        if PIECES && self.current.get(Ordering::Relaxed).is_some() {
             if let Some(p) = self.refill_piece(layout) {
                 return Ok(p);
             }
@@ -587,17 +589,31 @@ impl<A: Allocator> SyncArena<A> {
     /// Lengthens the thread's piece `t`, which ends at `limit`, to `to`, when it ends at the
     /// current chunk's cursor and the chunk has room; the piece's cursor moves to `to` (its last
     /// block grew there). Returns whether it did.
+    ///
+    /// The piece takes the size of the thread's next piece beyond `to` as well, as far as the
+    /// chunk has room: a block that grows a little at a time (a `Vec` pushed one element after
+    /// `reserve_exact`) then grows on in the piece with plain stores, not with a
+    /// compare-and-swap at each step.
     #[cold]
     #[inline(never)]
     fn lengthen_piece(&self, t: &Piece, limit: usize, to: usize) -> bool {
-        let lengthened = self.current.holds(Ordering::Acquire, |c| {
-            to <= c.limit().load(Ordering::Relaxed) && c.move_cursor(limit, to)
+        let want = to.saturating_add(t.next_size());
+        let longer = self.current.with(Ordering::Acquire, |c| {
+            let end = c.limit().load(Ordering::Relaxed);
+            if to > end {
+                return None;
+            }
+            let longer = want.min(end);
+            c.move_cursor(limit, longer).then_some(longer)
         });
-        if lengthened {
-            t.set_limit(to);
-            t.set_cursor(to);
+        match longer {
+            Some(longer) => {
+                t.set_limit(longer);
+                t.set_cursor(to);
+                true
+            }
+            None => false,
         }
-        lengthened
     }
 
     /// In-place shrink of the caller's block `[p, p + old)` to `new_size <= old`: in the

@@ -75,8 +75,9 @@ const TITLE_HEIGHT: i32 = 32;
 const LEGEND_ROW_HEIGHT: i32 = 22;
 const NOTE_HEIGHT: i32 = 18;
 
-/// Colours given to the crates in their order of first appearance (over all the inputs).
-const PALETTE: [(u8, u8, u8); 16] = [
+/// Colours given to the crates in their order of first appearance (over all the inputs): one for
+/// each of the 17 crates the suites measure, and one to spare.
+const PALETTE: [(u8, u8, u8); 18] = [
     (78, 121, 167),
     (242, 142, 43),
     (225, 87, 89),
@@ -93,6 +94,8 @@ const PALETTE: [(u8, u8, u8); 16] = [
     (200, 50, 170),
     (60, 60, 60),
     (150, 220, 80),
+    (140, 90, 40),
+    (0, 130, 110),
 ];
 
 /// Text colours.
@@ -460,7 +463,7 @@ fn parse_integer(field: &str, name: &str) -> Result<u64, String> {
 }
 
 /// Gives each crate a colour, in order of first appearance over all datasets (so a crate has the
-/// same colour in every chart of one run). The palette repeats past its 16 colours.
+/// same colour in every chart of one run). The palette repeats past its 18 colours.
 fn assign_colors(datasets: &[Dataset]) -> HashMap<String, RGBColor> {
     let mut colors = HashMap::new();
     for krate in datasets
