@@ -10,10 +10,21 @@ use allocator_api2::alloc::{AllocError, Allocator, Layout};
 
 #[cfg(feature = "std")]
 use crate::SyncPool;
+use crate::arena::min_align::{placed, placed_unchecked};
 #[cfg(feature = "std")]
 use crate::arena::refuse;
 use crate::arena::{Arena, ArenaRef, OnRaw};
 use crate::{Pool, SizeClassPool, TypedPool};
+
+/// A resize's layouts widened to the minimum alignment `min`: the old one is a layout the block
+/// fits (the caller's contract), so its widened form is valid; the new one is checked.
+#[inline(always)]
+fn widened(old: Layout, new: Layout, min: usize) -> Result<(Layout, Layout), AllocError> {
+    // SAFETY: the block fits `old` (the `Allocator` contract of every caller), and it was placed
+    // with `old` widened, which was valid then.
+    let old = unsafe { placed_unchecked(old, min) };
+    Ok((old, placed(new, min).map_err(|_| AllocError)?))
+}
 
 /// Implements `Allocator` for an arena type with private `raw()` and `src()` accessors.
 macro_rules! arena_allocator {
@@ -26,18 +37,23 @@ macro_rules! arena_allocator {
         unsafe impl<$($generics)*> Allocator for $ty {
             #[inline(always)]
             fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-                self.raw().allocate(layout, self.src())
+                self.raw().allocate(layout, Self::MIN_ALIGN, self.src())
             }
 
             #[inline]
             fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-                self.raw().allocate_zeroed(layout, self.src())
+                self.raw().allocate_zeroed(layout, Self::MIN_ALIGN, self.src())
             }
 
             #[inline(always)]
             unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-                // SAFETY: forwarded from the caller's `Allocator::deallocate` contract.
-                unsafe { self.raw().deallocate(ptr, layout, self.src()) }
+                // SAFETY: `ptr` fits `layout` (the caller), so its widened form is valid; the
+                // rest is forwarded from the caller's `Allocator::deallocate` contract, for the
+                // widened layout the block was placed with.
+                unsafe {
+                    let layout = placed_unchecked(layout, Self::MIN_ALIGN);
+                    self.raw().deallocate(ptr, layout, self.src())
+                }
             }
 
             #[inline]
@@ -47,8 +63,10 @@ macro_rules! arena_allocator {
                 old_layout: Layout,
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                // SAFETY: forwarded from the caller's `Allocator::grow` contract.
-                let p = unsafe { self.raw().grow::<_, true>(ptr, old_layout, new_layout, false, self.src()) };
+                let (old, new) = widened(old_layout, new_layout, Self::MIN_ALIGN)?;
+                // SAFETY: forwarded from the caller's `Allocator::grow` contract, for the widened
+                // layouts.
+                let p = unsafe { self.raw().grow::<_, true>(ptr, old, new, false, self.src()) };
                 Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
             }
 
@@ -59,9 +77,21 @@ macro_rules! arena_allocator {
                 old_layout: Layout,
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
-                let p = unsafe { self.raw().grow::<_, true>(ptr, old_layout, new_layout, true, self.src()) };
-                Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
+                let (old, new) = widened(old_layout, new_layout, Self::MIN_ALIGN)?;
+                // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract, for the
+                // widened layouts: the bytes from the widened old size on are zeroed.
+                let p = unsafe { self.raw().grow::<_, true>(ptr, old, new, true, self.src()) }?;
+                if Self::MIN_ALIGN > 1 {
+                    // The caller reads every byte from its old size on as zero: the padding of
+                    // the widened old block too, which holds whatever the chunk held there.
+                    // SAFETY: `[old_layout.size(), old.size())` lies inside the grown block,
+                    // which is ours; written through a raw pointer.
+                    unsafe {
+                        p.add(old_layout.size())
+                            .write_bytes(0, old.size() - old_layout.size())
+                    };
+                }
+                Ok(NonNull::slice_from_raw_parts(p, new_layout.size()))
             }
 
             #[inline]
@@ -71,15 +101,17 @@ macro_rules! arena_allocator {
                 old_layout: Layout,
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                // SAFETY: forwarded from the caller's `Allocator::shrink` contract.
-                unsafe { self.raw().shrink::<_, true>(ptr, old_layout, new_layout, self.src()) }
+                let (old, new) = widened(old_layout, new_layout, Self::MIN_ALIGN)?;
+                // SAFETY: forwarded from the caller's `Allocator::shrink` contract, for the
+                // widened layouts.
+                unsafe { self.raw().shrink::<_, true>(ptr, old, new, self.src()) }
             }
         }
     };
 }
 
-arena_allocator!([A: Allocator] Arena<A>);
-arena_allocator!(['a] ArenaRef<'a>);
+arena_allocator!([A: Allocator, const MIN_ALIGN: usize] Arena<A, MIN_ALIGN>);
+arena_allocator!(['a, const MIN_ALIGN: usize] ArenaRef<'a, MIN_ALIGN>);
 #[cfg(feature = "std")]
 arena_allocator!(['a, A: Allocator] crate::LocalArena<'a, A>);
 

@@ -78,8 +78,8 @@ macro_rules! bridge {
 /// Implements one version's `Allocator` for every type of the crate.
 macro_rules! bridge_all {
     ($krate:ident) => {
-        bridge!($krate, [A: Allocator02] Arena<A>);
-        bridge!($krate, ['a] ArenaRef<'a>);
+        bridge!($krate, [A: Allocator02, const MIN_ALIGN: usize] Arena<A, MIN_ALIGN>);
+        bridge!($krate, ['a, const MIN_ALIGN: usize] ArenaRef<'a, MIN_ALIGN>);
         bridge!($krate, [A: Allocator02] Pool<A>);
         bridge!($krate, [T, A: Allocator02] crate::TypedPool<T, A>);
         bridge!($krate, [A: Allocator02] SizeClassPool<A>);

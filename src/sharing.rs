@@ -50,11 +50,17 @@ pub trait UseSyncPoolAcrossThreads {}
 /// between threads with `SyncArena`, or give each thread its own.
 // SAFETY: the bound is never satisfied (nothing implements the trait), so this impl makes no type
 // `Sync`; it only replaces the auto trait's reasons in the compiler's errors.
-unsafe impl<A: Allocator> Sync for Arena<A> where Arena<A>: UseSyncArenaAcrossThreads {}
+unsafe impl<A: Allocator, const MIN_ALIGN: usize> Sync for Arena<A, MIN_ALIGN> where
+    Arena<A, MIN_ALIGN>: UseSyncArenaAcrossThreads
+{
+}
 
 /// Not `Sync`, ever (the bound is never satisfied), like its [`Arena`].
 // SAFETY: as for `Arena`: the bound is never satisfied.
-unsafe impl<'a> Sync for ArenaRef<'a> where ArenaRef<'a>: UseSyncArenaAcrossThreads {}
+unsafe impl<'a, const MIN_ALIGN: usize> Sync for ArenaRef<'a, MIN_ALIGN> where
+    ArenaRef<'a, MIN_ALIGN>: UseSyncArenaAcrossThreads
+{
+}
 
 /// Not `Sync`, ever (the bound is never satisfied): a handle is one thread's. Make one per
 /// thread with [`SyncArena::local`](crate::SyncArena::local).

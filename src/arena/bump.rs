@@ -24,7 +24,7 @@ use core::alloc::Layout;
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
 
-use super::chunk::{Chunk, ChunkSource, HEADER_SIZE};
+use super::chunk::{CHUNK_ALIGN, Chunk, ChunkSource, HEADER_SIZE};
 use super::large::LargeList;
 use super::large_spares::Spares;
 use super::poison::{poison, unpoison};
@@ -131,6 +131,14 @@ enum Room {
     Exact,
 }
 
+/// The position of an arena with no chunk (`ptr == end`): no provenance, and aligned as a chunk's
+/// first byte is, so that it is a multiple of every minimum alignment (an empty layout may bump
+/// there by no bytes).
+pub(super) const SENTINEL: NonNull<u8> = {
+    // SAFETY: `CHUNK_ALIGN` is not zero.
+    unsafe { NonNull::new_unchecked(ptr::without_provenance_mut(CHUNK_ALIGN)) }
+};
+
 /// An aligned, non-null pointer for a zero-sized block.
 #[inline]
 pub(crate) fn dangling(align: usize) -> NonNull<u8> {
@@ -190,7 +198,7 @@ impl RawArena {
     /// Like [`new`](RawArena::new), with regular chunks of at most `cap` bytes (nominal; a
     /// `LocalArena` keeps its pieces small, so that little is left unused in the shared arena).
     pub(crate) const fn with_growth_cap(cap: usize) -> RawArena {
-        let none = NonNull::dangling();
+        let none = SENTINEL;
         RawArena {
             ptr: Cell::new(none),
             end: Cell::new(none),
@@ -218,18 +226,36 @@ impl RawArena {
     /// Bumps `layout` in the current chunk: the one branch of the fast path. An empty layout
     /// bumps too (by its alignment padding); [`alloc_block`](Self::alloc_block) gives empty layouts a
     /// dangling pointer before they get here.
-    ///
-    /// The end check cannot overflow. On 64-bit targets every chunk lies below address
-    /// `isize::MAX` (checked when a chunk is taken, see [`address_space_ok`]), `pad < align` and
-    /// `Layout` keeps `size <= isize::MAX - (align - 1)`, so `ptr + pad + size < 2^64`; the check
-    /// is then a compare of the new position with `end`. Elsewhere the check compares
-    /// `pad + size` (which cannot overflow) with the room left. The sentinel has `ptr == end`, so
-    /// it fails every non-empty layout.
     #[inline(always)]
     pub(crate) fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
+        self.bump_parts(layout.size(), layout.align(), 1)
+    }
+
+    /// [`bump`](Self::bump) of `size` bytes at alignment `align`, for an arena whose position is
+    /// always a multiple of `min` (a power of two, at most `align`; see `min_align`): the padding
+    /// arithmetic keeps only the bits of `align` above `min`, none for `align == min`, and folds
+    /// away when both are known at compile time. `size` is a multiple of `min`, so the position
+    /// stays one.
+    ///
+    /// The end check cannot overflow. On 64-bit targets every chunk lies below address
+    /// `isize::MAX` (checked when a chunk is taken, see [`address_space_ok`]) and `pad < align`;
+    /// a `Layout` keeps its size rounded up to its alignment within `isize::MAX`, and the
+    /// widened size of `min_align` is no larger than that rounded size when `align` is the
+    /// layout's own, and at most `isize::MAX + 15` with no padding when `align == min`, so
+    /// `ptr + pad + size < 2^64`; the check is then a compare of the new position with `end`.
+    /// Elsewhere the check compares `pad + size` (which cannot overflow, by the same bounds)
+    /// with the room left. The sentinel has `ptr == end`, so it fails every non-empty layout.
+    #[inline(always)]
+    pub(crate) fn bump_parts(&self, size: usize, align: usize, min: usize) -> Option<NonNull<u8>> {
         let ptr = self.ptr.get();
         let addr = ptr.addr().get();
-        let mask = layout.align() - 1;
+        debug_assert!(
+            addr % min == 0,
+            "arena-pool: position off its minimum alignment"
+        );
+        // The position is a multiple of `min`: rounding it up to `align` needs only the bits
+        // above `min`'s.
+        let mask = (align - 1) & !(min - 1);
         // `start` and `new` are not yet known to be in bounds: computed with wrapping arithmetic,
         // used only after the check.
         #[cfg(target_pointer_width = "64")]
@@ -237,15 +263,15 @@ impl RawArena {
             // Rounding up cannot overflow: `addr <= isize::MAX` and `mask < 2^63`.
             let pad = ((addr + mask) & !mask) - addr;
             let start = ptr.as_ptr().wrapping_add(pad);
-            let new = start.wrapping_add(layout.size());
+            let new = start.wrapping_add(size);
             (new.addr() <= self.end.get().addr().get(), start, new)
         };
         #[cfg(not(target_pointer_width = "64"))]
         let (fits, start, new) = {
             let pad = addr.wrapping_neg() & mask;
             let start = ptr.as_ptr().wrapping_add(pad);
-            let fits = pad + layout.size() <= self.end.get().addr().get() - addr;
-            (fits, start, start.wrapping_add(layout.size()))
+            let fits = pad + size <= self.end.get().addr().get() - addr;
+            (fits, start, start.wrapping_add(size))
         };
         if fits {
             unpoison(start, new);

@@ -959,21 +959,21 @@ unsafe fn fallible<'r, T: ?Sized>(r: Result<NonNull<T>, Failure>) -> Result<&'r 
 
 // The implementations: each type says how long its blocks live (the table in the trait's docs).
 
-impl<A: Allocator> BumpAlloc for crate::Arena<A> {
+impl<A: Allocator, const MIN_ALIGN: usize> BumpAlloc for crate::Arena<A, MIN_ALIGN> {
     type Blocks<'s>
         = &'s ()
     where
         Self: 's;
 }
 
-impl<'a> BumpAlloc for crate::ArenaRef<'a> {
+impl<'a, const MIN_ALIGN: usize> BumpAlloc for crate::ArenaRef<'a, MIN_ALIGN> {
     type Blocks<'s>
         = &'a ()
     where
         Self: 's;
 }
 
-impl BumpAlloc for crate::ScopeGuard<'_> {
+impl<const MIN_ALIGN: usize> BumpAlloc for crate::ScopeGuard<'_, MIN_ALIGN> {
     type Blocks<'s>
         = &'s ()
     where

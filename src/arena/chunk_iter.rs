@@ -234,7 +234,7 @@ impl fmt::Debug for ChunkIter<'_> {
     }
 }
 
-impl<A: Allocator> Arena<A> {
+impl<A: Allocator, const MIN_ALIGN: usize> Arena<A, MIN_ALIGN> {
     /// The memory the arena has handed out, as byte slices, for code that dumps, checksums or
     /// copies it out: what bumpalo's `Bump::iter_allocated_chunks` yields, with the same
     /// contract.
@@ -347,7 +347,7 @@ impl<A: Allocator> Arena<A> {
     }
 }
 
-impl ArenaRef<'_> {
+impl<const MIN_ALIGN: usize> ArenaRef<'_, MIN_ALIGN> {
     /// [`Arena::iter_allocated_chunks_raw`] through a scope or any other `ArenaRef`: the ranges of
     /// the whole arena (the scope's blocks and its parents'; for a
     /// [`LocalArena`](crate::LocalArena)'s view, the handle's pieces and large blocks), in the

@@ -7,6 +7,7 @@ mod chunk;
 mod chunk_iter;
 mod large;
 mod large_spares;
+pub(crate) mod min_align;
 pub(crate) mod poison;
 pub(crate) mod resize;
 mod retention;
@@ -112,7 +113,7 @@ pub(crate) mod fuzzing {
 /// assert_eq!(arena.used_bytes(), 0);
 /// ```
 #[repr(C)]
-pub struct Arena<A: Allocator = Global> {
+pub struct Arena<A: Allocator = Global, const MIN_ALIGN: usize = 1> {
     // Must stay the first field: `ArenaRef` reads it at offset 0.
     raw: RawArena,
     /// The large blocks kept for reuse across resets, reached through `ChunkSource::kept`.
@@ -124,7 +125,7 @@ pub struct Arena<A: Allocator = Global> {
 // reference it hands out borrows the arena, so none is alive when the arena moves. Moving it to
 // another thread moves the chunks with it, and they are given back through `A` there, which needs
 // `A: Send`. (The arena is not `Sync`: see `crate::sharing`, whose impl never holds.)
-unsafe impl<A: Allocator + Send> Send for Arena<A> {}
+unsafe impl<A: Allocator + Send, const MIN_ALIGN: usize> Send for Arena<A, MIN_ALIGN> {}
 
 impl Arena {
     /// An empty arena on the global allocator. Allocates nothing until the first allocation.
@@ -196,11 +197,7 @@ impl<A: Allocator> Arena<A> {
     /// assert_eq!(*arena.alloc(7u8), 7);
     /// ```
     pub const fn new_in(alloc: A) -> Arena<A> {
-        Arena {
-            raw: RawArena::new(),
-            spares: Spares::new(),
-            alloc,
-        }
+        Arena::with_min_align_in(alloc)
     }
 
     /// An arena taking its chunks from `alloc`, whose first chunk holds at least `capacity`
@@ -211,20 +208,16 @@ impl<A: Allocator> Arena<A> {
     /// when `alloc` fails.
     #[track_caller]
     pub fn with_capacity_in(capacity: usize, alloc: A) -> Arena<A> {
-        let arena = Arena::new_in(alloc);
-        if let Err(e) = arena.raw.reserve_first(capacity, &arena) {
-            e.raise()
-        }
-        arena
+        Arena::with_min_align_and_capacity_in(capacity, alloc)
     }
 
     /// Like [`with_capacity_in`](Arena::with_capacity_in), returning `Err` instead of panicking.
     pub fn try_with_capacity_in(capacity: usize, alloc: A) -> Result<Arena<A>, AllocError> {
-        let arena = Arena::new_in(alloc);
-        arena.raw.reserve_first(capacity, &arena)?;
-        Ok(arena)
+        Arena::try_with_min_align_and_capacity_in(capacity, alloc)
     }
+}
 
+impl<A: Allocator, const MIN_ALIGN: usize> Arena<A, MIN_ALIGN> {
     /// The backing allocator.
     pub fn allocator(&self) -> &A {
         &self.alloc
@@ -415,12 +408,13 @@ impl<A: Allocator> Arena<A> {
     /// let r = arena.as_arena_ref();
     /// assert_eq!(*r.alloc(5u16), 5);
     /// ```
-    pub fn as_arena_ref(&self) -> &ArenaRef<'_> {
+    pub fn as_arena_ref(&self) -> &ArenaRef<'_, MIN_ALIGN> {
         let src: &dyn ChunkSource = self;
         // SAFETY: `ArenaRef` is a `repr(transparent)` wrapper around `dyn ChunkSource`, so the
-        // cast keeps the address and the vtable; its concrete type is `Arena<A>`, whose first
-        // field is the `RawArena` that `ArenaRef` reads at offset 0.
-        unsafe { &*(src as *const dyn ChunkSource as *const ArenaRef<'_>) }
+        // cast keeps the address and the vtable; its concrete type is `Arena<A, MIN_ALIGN>`,
+        // whose first field is the `RawArena` that `ArenaRef` reads at offset 0, and the view
+        // has the arena's minimum alignment.
+        unsafe { &*(src as *const dyn ChunkSource as *const ArenaRef<'_, MIN_ALIGN>) }
     }
 
     /// The arena as a mutable [`ArenaRef`]: what [`ArenaRef::with_scope`] needs.
@@ -434,11 +428,11 @@ impl<A: Allocator> Arena<A> {
     /// });
     /// assert_eq!(*a, 1);
     /// ```
-    pub fn as_arena_ref_mut(&mut self) -> &mut ArenaRef<'_> {
+    pub fn as_arena_ref_mut(&mut self) -> &mut ArenaRef<'_, MIN_ALIGN> {
         let src: &mut dyn ChunkSource = self;
         // SAFETY: as in `as_arena_ref`; the unique borrow of `self` becomes the unique borrow of
         // the `ArenaRef`.
-        unsafe { &mut *(src as *mut dyn ChunkSource as *mut ArenaRef<'_>) }
+        unsafe { &mut *(src as *mut dyn ChunkSource as *mut ArenaRef<'_, MIN_ALIGN>) }
     }
 
     /// Runs `f` in a scope: everything `f` allocates is freed when it returns (or unwinds), and
@@ -451,7 +445,10 @@ impl<A: Allocator> Arena<A> {
     /// assert_eq!(sum, 4950);
     /// assert_eq!(arena.used_bytes(), before);
     /// ```
-    pub fn with_scope<R>(&mut self, f: impl for<'s> FnOnce(&'s mut ArenaRef<'s>) -> R) -> R {
+    pub fn with_scope<R>(
+        &mut self,
+        f: impl for<'s> FnOnce(&'s mut ArenaRef<'s, MIN_ALIGN>) -> R,
+    ) -> R {
         self.as_arena_ref_mut().with_scope(f)
     }
 
@@ -466,7 +463,7 @@ impl<A: Allocator> Arena<A> {
     /// }
     /// assert_eq!(arena.used_bytes(), 0);
     /// ```
-    pub fn scope_guard(&mut self) -> ScopeGuard<'_> {
+    pub fn scope_guard(&mut self) -> ScopeGuard<'_, MIN_ALIGN> {
         self.as_arena_ref_mut().scope_guard()
     }
 
@@ -499,7 +496,9 @@ impl<A: Allocator> Arena<A> {
     }
 }
 
-impl<'a, A: Allocator> From<&'a Arena<A>> for &'a ArenaRef<'a> {
+impl<'a, A: Allocator, const MIN_ALIGN: usize> From<&'a Arena<A, MIN_ALIGN>>
+    for &'a ArenaRef<'a, MIN_ALIGN>
+{
     /// [`Arena::as_arena_ref`]: a helper written for `&ArenaRef` takes `(&arena).into()`.
     ///
     /// ```
@@ -512,19 +511,21 @@ impl<'a, A: Allocator> From<&'a Arena<A>> for &'a ArenaRef<'a> {
     /// let arena = Arena::new();
     /// assert_eq!(name((&arena).into()), "name");
     /// ```
-    fn from(arena: &'a Arena<A>) -> &'a ArenaRef<'a> {
+    fn from(arena: &'a Arena<A, MIN_ALIGN>) -> &'a ArenaRef<'a, MIN_ALIGN> {
         arena.as_arena_ref()
     }
 }
 
-impl<'a, A: Allocator> From<&'a mut Arena<A>> for &'a mut ArenaRef<'a> {
+impl<'a, A: Allocator, const MIN_ALIGN: usize> From<&'a mut Arena<A, MIN_ALIGN>>
+    for &'a mut ArenaRef<'a, MIN_ALIGN>
+{
     /// [`Arena::as_arena_ref_mut`].
-    fn from(arena: &'a mut Arena<A>) -> &'a mut ArenaRef<'a> {
+    fn from(arena: &'a mut Arena<A, MIN_ALIGN>) -> &'a mut ArenaRef<'a, MIN_ALIGN> {
         arena.as_arena_ref_mut()
     }
 }
 
-impl<A: Allocator> ChunkSource for Arena<A> {
+impl<A: Allocator, const MIN_ALIGN: usize> ChunkSource for Arena<A, MIN_ALIGN> {
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
         self.alloc
             .allocate(layout)
@@ -578,7 +579,7 @@ impl<A: Allocator> ChunkSource for Arena<A> {
     }
 }
 
-impl<A: Allocator> Drop for Arena<A> {
+impl<A: Allocator, const MIN_ALIGN: usize> Drop for Arena<A, MIN_ALIGN> {
     fn drop(&mut self) {
         // SAFETY: the chunks and large blocks came from `self.alloc`, and ownership proves no
         // block is used again.
@@ -589,13 +590,13 @@ impl<A: Allocator> Drop for Arena<A> {
     }
 }
 
-impl<A: Allocator + Default> Default for Arena<A> {
-    fn default() -> Arena<A> {
-        Arena::new_in(A::default())
+impl<A: Allocator + Default, const MIN_ALIGN: usize> Default for Arena<A, MIN_ALIGN> {
+    fn default() -> Arena<A, MIN_ALIGN> {
+        Arena::with_min_align_in(A::default())
     }
 }
 
-impl<A: Allocator> fmt::Debug for Arena<A> {
+impl<A: Allocator, const MIN_ALIGN: usize> fmt::Debug for Arena<A, MIN_ALIGN> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Arena")
             .field("stats", &self.stats())
@@ -603,8 +604,9 @@ impl<A: Allocator> fmt::Debug for Arena<A> {
     }
 }
 
-impl<A: Allocator> OnRaw for Arena<A> {
+impl<A: Allocator, const MIN_ALIGN: usize> OnRaw for Arena<A, MIN_ALIGN> {
     type Src = Self;
+    const MIN_ALIGN: usize = MIN_ALIGN;
 
     #[inline(always)]
     fn raw(&self) -> &RawArena {
@@ -617,4 +619,4 @@ impl<A: Allocator> OnRaw for Arena<A> {
     }
 }
 
-stats::stats_api!(impl[A: Allocator] Arena<A>);
+stats::stats_api!(impl[A: Allocator, const MIN_ALIGN: usize] Arena<A, MIN_ALIGN>);

@@ -33,23 +33,28 @@ use super::typed::OnRaw;
 /// });
 /// assert_eq!(*a, 1);
 /// ```
+///
+/// `MIN_ALIGN` is the minimum alignment of the arena it views (see
+/// [`Arena::with_min_align`](crate::Arena::with_min_align)): 1 unless the arena was made with
+/// another.
 #[repr(transparent)]
-pub struct ArenaRef<'a> {
+pub struct ArenaRef<'a, const MIN_ALIGN: usize = 1> {
     _lifetime: PhantomData<&'a ()>,
     // The concrete type is `Arena<A>` or `LocalArena<'_, A>`, both `repr(C)` with their
     // `RawArena` first.
     source: dyn ChunkSource + 'a,
 }
 
-impl<'a> OnRaw for ArenaRef<'a> {
+impl<'a, const MIN_ALIGN: usize> OnRaw for ArenaRef<'a, MIN_ALIGN> {
     type Src = dyn ChunkSource + 'a;
+    const MIN_ALIGN: usize = MIN_ALIGN;
 
     #[inline(always)]
     fn raw(&self) -> &RawArena {
         // SAFETY: every `ArenaRef` is made by `as_arena_ref(_mut)` of an `Arena<A>` or a
         // `LocalArena<'_, A>`, both `repr(C)` with their `RawArena` first, so the data pointer of
         // `self` points at that `RawArena`; the reference to `self` covers the whole value.
-        unsafe { &*(self as *const ArenaRef<'a>).cast::<RawArena>() }
+        unsafe { &*(self as *const ArenaRef<'a, MIN_ALIGN>).cast::<RawArena>() }
     }
 
     #[inline(always)]
@@ -58,7 +63,7 @@ impl<'a> OnRaw for ArenaRef<'a> {
     }
 }
 
-impl<'a> ArenaRef<'a> {
+impl<'a, const MIN_ALIGN: usize> ArenaRef<'a, MIN_ALIGN> {
     /// Runs `f` in a child scope. Everything allocated inside is freed when `f` returns or
     /// unwinds: the position goes back exactly to where it was (`used_bytes` is as before), and
     /// chunks taken inside are kept for reuse by the parent.
@@ -66,7 +71,8 @@ impl<'a> ArenaRef<'a> {
     /// Inside the child, blocks of the parent are never moved, grown in place or rolled back:
     /// `deallocate`, `grow` and `shrink` of a parent's block leave the bump position alone. (To
     /// make that a single address compare, entering the scope steps the position one byte past
-    /// the parent's last block; `used_bytes` counts that byte while the scope is active.) The
+    /// the parent's last block, or `MIN_ALIGN` bytes; `used_bytes` counts them while the scope
+    /// is active.) The
     /// closure's lifetime `'s` keeps the child's allocations from escaping, and the parent is
     /// mutably borrowed for the call, so a collection created outside the scope cannot be used
     /// inside it: move it in only after the scope, or create it inside.
@@ -88,13 +94,16 @@ impl<'a> ArenaRef<'a> {
     /// assert_eq!(total, 1010);
     /// assert_eq!(arena.used_bytes(), before);
     /// ```
-    pub fn with_scope<R>(&mut self, f: impl for<'s> FnOnce(&'s mut ArenaRef<'s>) -> R) -> R {
+    pub fn with_scope<R>(
+        &mut self,
+        f: impl for<'s> FnOnce(&'s mut ArenaRef<'s, MIN_ALIGN>) -> R,
+    ) -> R {
         /// Restores the parent's position on return and on unwind.
-        struct Restore<'r, 'a> {
-            arena: &'r mut ArenaRef<'a>,
+        struct Restore<'r, 'a, const MIN_ALIGN: usize> {
+            arena: &'r mut ArenaRef<'a, MIN_ALIGN>,
             checkpoint: RawCheckpoint,
         }
-        impl Drop for Restore<'_, '_> {
+        impl<const MIN_ALIGN: usize> Drop for Restore<'_, '_, MIN_ALIGN> {
             fn drop(&mut self) {
                 // SAFETY: the checkpoint was taken from this arena on entry; nothing can reset or
                 // trim it while it is mutably borrowed here, and the child's blocks cannot be
@@ -103,7 +112,7 @@ impl<'a> ArenaRef<'a> {
             }
         }
 
-        let checkpoint = self.raw().enter_scope();
+        let checkpoint = self.raw().enter_scope(MIN_ALIGN);
         let restore = Restore {
             arena: self,
             checkpoint,
@@ -116,7 +125,7 @@ impl<'a> ArenaRef<'a> {
     }
 }
 
-impl<'a> ArenaRef<'a> {
+impl<'a, const MIN_ALIGN: usize> ArenaRef<'a, MIN_ALIGN> {
     /// Starts a scope that lasts until the returned guard is dropped: the form for scopes that
     /// do not fit a closure. Allocate through the guard itself or through one binding of
     /// [`ScopeGuard::scope`] (calling `guard.scope()` again while a result of the first call is
@@ -137,8 +146,8 @@ impl<'a> ArenaRef<'a> {
     /// assert_eq!(parent.used_bytes(), before);
     /// assert_eq!(*kept, 1);
     /// ```
-    pub fn scope_guard<'p>(&'p mut self) -> ScopeGuard<'p> {
-        let checkpoint = self.raw().enter_scope();
+    pub fn scope_guard<'p>(&'p mut self) -> ScopeGuard<'p, MIN_ALIGN> {
+        let checkpoint = self.raw().enter_scope(MIN_ALIGN);
         // SAFETY: blocks allocated through the guard borrow the guard, so they are gone before
         // its drop restores the position.
         let arena = unsafe { shorten(self) };
@@ -211,12 +220,15 @@ impl<'a> ArenaRef<'a> {
 ///
 /// Forgetting the guard (`mem::forget`) is safe: the scope's memory then stays used until the
 /// arena is reset.
-pub struct ScopeGuard<'p> {
-    arena: &'p mut ArenaRef<'p>,
+///
+/// `MIN_ALIGN` is the minimum alignment of the arena (see
+/// [`Arena::with_min_align`](crate::Arena::with_min_align)).
+pub struct ScopeGuard<'p, const MIN_ALIGN: usize = 1> {
+    arena: &'p mut ArenaRef<'p, MIN_ALIGN>,
     checkpoint: RawCheckpoint,
 }
 
-impl<'p> ScopeGuard<'p> {
+impl<'p, const MIN_ALIGN: usize> ScopeGuard<'p, MIN_ALIGN> {
     /// The scope, for allocating and for nested scopes. It borrows the guard mutably, so call it
     /// once and keep the binding: `guard.scope().alloc(..)` twice fails to compile while the
     /// first result is alive (E0499), where the binding (or the guard itself, or
@@ -233,19 +245,20 @@ impl<'p> ScopeGuard<'p> {
     /// let c = scope.with_scope(|inner| *inner.alloc(3u32)); // nested scopes too
     /// assert_eq!(*a + *b + c, 6);
     /// ```
-    pub fn scope<'g>(&'g mut self) -> &'g mut ArenaRef<'g> {
+    pub fn scope<'g>(&'g mut self) -> &'g mut ArenaRef<'g, MIN_ALIGN> {
         // SAFETY: blocks allocated through the result borrow the guard (see `scope_guard`).
         unsafe { shorten(self.arena) }
     }
 
     /// The scope, shared: allocations through it borrow the guard.
-    pub fn as_arena_ref(&self) -> &ArenaRef<'_> {
+    pub fn as_arena_ref(&self) -> &ArenaRef<'_, MIN_ALIGN> {
         self.arena
     }
 }
 
-impl<'p> OnRaw for ScopeGuard<'p> {
+impl<'p, const MIN_ALIGN: usize> OnRaw for ScopeGuard<'p, MIN_ALIGN> {
     type Src = dyn ChunkSource + 'p;
+    const MIN_ALIGN: usize = MIN_ALIGN;
 
     #[inline(always)]
     fn raw(&self) -> &RawArena {
@@ -258,7 +271,7 @@ impl<'p> OnRaw for ScopeGuard<'p> {
     }
 }
 
-impl Drop for ScopeGuard<'_> {
+impl<const MIN_ALIGN: usize> Drop for ScopeGuard<'_, MIN_ALIGN> {
     fn drop(&mut self) {
         // SAFETY: the checkpoint was taken on entry from this arena, which stayed mutably
         // borrowed by the guard, so it was not reset or trimmed; every block allocated through
@@ -267,7 +280,7 @@ impl Drop for ScopeGuard<'_> {
     }
 }
 
-impl fmt::Debug for ScopeGuard<'_> {
+impl<const MIN_ALIGN: usize> fmt::Debug for ScopeGuard<'_, MIN_ALIGN> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScopeGuard")
             .field("stats", &self.arena.stats())
@@ -299,14 +312,16 @@ pub(crate) enum Position {
 /// closure form, the closure's higher-ranked lifetime does).
 // Clippy sees a cast between types that differ only in a lifetime as unnecessary; it is the point.
 #[allow(clippy::unnecessary_cast)]
-unsafe fn shorten<'s>(arena: &'s mut ArenaRef<'_>) -> &'s mut ArenaRef<'s> {
-    let p = arena as *mut ArenaRef<'_> as *mut ArenaRef<'s>;
+unsafe fn shorten<'s, const MIN_ALIGN: usize>(
+    arena: &'s mut ArenaRef<'_, MIN_ALIGN>,
+) -> &'s mut ArenaRef<'s, MIN_ALIGN> {
+    let p = arena as *mut ArenaRef<'_, MIN_ALIGN> as *mut ArenaRef<'s, MIN_ALIGN>;
     // SAFETY: same type but for the lifetime parameter, which only shrinks; the caller upholds
     // the scope rule above.
     unsafe { &mut *p }
 }
 
-impl fmt::Debug for ArenaRef<'_> {
+impl<const MIN_ALIGN: usize> fmt::Debug for ArenaRef<'_, MIN_ALIGN> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ArenaRef")
             .field("stats", &self.stats())
@@ -314,4 +329,4 @@ impl fmt::Debug for ArenaRef<'_> {
     }
 }
 
-super::stats::stats_api!(impl['a] ArenaRef<'a>);
+super::stats::stats_api!(impl['a, const MIN_ALIGN: usize] ArenaRef<'a, MIN_ALIGN>);

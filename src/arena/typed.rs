@@ -16,6 +16,7 @@ use allocator_api2::alloc::AllocError;
 
 use super::bump::{RawArena, dangling};
 use super::chunk::ChunkSource;
+use super::min_align::{placed, placed_parts, placed_unchecked};
 use super::stats::ArenaStats;
 use crate::error::Failure;
 
@@ -126,32 +127,45 @@ pub trait Core {
 pub(crate) trait OnRaw {
     /// Where the chunks come from.
     type Src: ChunkSource + ?Sized;
+    /// The minimum alignment of every block (see `min_align`): 1, or the `MIN_ALIGN` of an
+    /// `Arena` and of its views. Every layout reaches the [`RawArena`] widened to it.
+    const MIN_ALIGN: usize = 1;
     /// The bump state.
     fn raw(&self) -> &RawArena;
     /// The source of the chunks.
     fn src(&self) -> &Self::Src;
 }
 
+// Every layout is widened to the minimum alignment before it reaches the `RawArena`: checked
+// where a new size comes in (allocation, grow, shrink), unchecked where the layout is one the
+// arena already placed a block with (its widened form was checked then).
 impl<X: OnRaw + ?Sized> Core for X {
     #[inline(always)]
     fn core_bump(&self, layout: Layout) -> Option<NonNull<u8>> {
-        self.raw().bump(layout)
+        let (size, align) = placed_parts(layout, X::MIN_ALIGN);
+        self.raw().bump_parts(size, align, X::MIN_ALIGN)
     }
 
     #[inline(always)]
     unsafe fn core_release_bump(&self, p: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller.
+        // SAFETY: `p` was bumped with `layout` (the caller), so its widened form is valid.
+        let layout = unsafe { placed_unchecked(layout, X::MIN_ALIGN) };
+        // SAFETY: forwarded from the caller; the block was bumped with the widened layout.
         unsafe { self.raw().release_bump(p, layout) }
     }
 
     #[inline(always)]
     fn core_alloc_slow(&self, layout: Layout) -> Result<NonNull<u8>, Failure> {
-        self.raw().alloc_slow(layout, false, self.src())
+        self.raw()
+            .alloc_slow(placed(layout, X::MIN_ALIGN)?, false, self.src())
     }
 
     #[inline(always)]
     unsafe fn core_deallocate(&self, p: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller; `src` is the arena's source.
+        // SAFETY: `p` was allocated with `layout` (the caller), so its widened form is valid.
+        let layout = unsafe { placed_unchecked(layout, X::MIN_ALIGN) };
+        // SAFETY: forwarded from the caller, for the widened layout the block was placed with;
+        // `src` is the arena's source.
         unsafe { self.raw().deallocate(p, layout, self.src()) }
     }
 
@@ -162,7 +176,11 @@ impl<X: OnRaw + ?Sized> Core for X {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<u8>, Failure> {
-        // SAFETY: forwarded from the caller; `src` is the arena's source.
+        // SAFETY: `p` fits `old` (the caller), so its widened form is valid.
+        let old = unsafe { placed_unchecked(old, X::MIN_ALIGN) };
+        let new = placed(new, X::MIN_ALIGN)?;
+        // SAFETY: forwarded from the caller, for the widened layouts (widening keeps
+        // `new.size() >= old.size()`); `src` is the arena's source.
         unsafe { self.raw().grow::<_, false>(p, old, new, false, self.src()) }
     }
 
@@ -173,7 +191,11 @@ impl<X: OnRaw + ?Sized> Core for X {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller; `src` is the arena's source.
+        // SAFETY: `p` fits `old` (the caller), so its widened form is valid.
+        let old = unsafe { placed_unchecked(old, X::MIN_ALIGN) };
+        let new = placed(new, X::MIN_ALIGN).map_err(|_| AllocError)?;
+        // SAFETY: forwarded from the caller, for the widened layouts (widening keeps
+        // `new.size() <= old.size()`); `src` is the arena's source.
         unsafe { self.raw().shrink::<_, false>(p, old, new, self.src()) }
     }
 
@@ -184,7 +206,11 @@ impl<X: OnRaw + ?Sized> Core for X {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: forwarded from the caller; `src` is the arena's source.
+        // SAFETY: `p` fits `old` (the caller), so its widened form is valid.
+        let old = unsafe { placed_unchecked(old, X::MIN_ALIGN) };
+        let new = placed(new, X::MIN_ALIGN).map_err(|_| AllocError)?;
+        // SAFETY: forwarded from the caller, for the widened layouts (their alignments stay
+        // equal); `src` is the arena's source.
         unsafe { self.raw().shrink_settled(p, old, new, self.src()) }
     }
 
@@ -199,8 +225,8 @@ impl<X: OnRaw + ?Sized> Core for X {
 
     #[inline(always)]
     unsafe fn core_rewind(&self, start: NonNull<u8>, mark: usize, align: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.raw().rewind(start, mark, align) }
+        // SAFETY: forwarded from the caller; the block was placed at the widened alignment.
+        unsafe { self.raw().rewind(start, mark, align.max(X::MIN_ALIGN)) }
     }
 }
 

@@ -139,7 +139,13 @@ fn check_moved(
     );
 }
 
-fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
+/// `layout` as an arena of minimum alignment `M` places it: the size rounded up to a multiple of
+/// `M`, the alignment at least `M`. What `used_bytes` counts.
+fn wide<const M: usize>(layout: Layout) -> Layout {
+    Layout::from_size_align(layout.size().next_multiple_of(M), layout.align().max(M)).unwrap()
+}
+
+fn apply<const M: usize>(arena: &mut Arena<&Counting, M>, m: &mut Model, op: &Op, step: usize) {
     // The "rest" operations are an allocation / a grow sized by the room left in the chunk.
     let rest = arena.chunk_capacity().min(MAX_REST);
     match *op {
@@ -193,14 +199,21 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
                 );
             }
             let after = arena.used_bytes();
+            let placed = wide::<M>(layout);
+            assert_eq!(
+                ptr.as_ptr().addr() % placed.align(),
+                0,
+                "step {step}: {layout:?} not at the minimum alignment {M}"
+            );
             if size == 0 {
                 check_zero_sized(step, "allocation", layout, before, after);
             } else {
                 assert!(
-                    after >= before + size && after < before + size + layout.align(),
+                    after >= before + placed.size()
+                        && after < before + placed.size() + placed.align(),
                     "step {step}: used_bytes {before} -> {after} for {layout:?}"
                 );
-                if layout.align() == 1 {
+                if placed.align() == 1 {
                     assert_eq!(after, before + size, "step {step}: padding at alignment 1");
                 }
             }
@@ -217,7 +230,7 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
             if size > 0 {
                 m.last = Some(Last {
                     id,
-                    start_used: after - size,
+                    start_used: after - placed.size(),
                 });
                 m.just_allocated = Some((id, before));
             }
@@ -232,7 +245,7 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
             unsafe { arena.deallocate(b.ptr, b.layout) };
             let after = arena.used_bytes();
             if let Some((id, used_before_alloc)) = just_allocated {
-                if id == b.id && b.layout.align() == 1 {
+                if id == b.id && wide::<M>(b.layout).align() == 1 {
                     assert_eq!(
                         after, used_before_alloc,
                         "step {step}: allocate + deallocate at alignment 1 did not give back \
@@ -278,8 +291,10 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
             let was_last = m.is_last(id);
             let start_used = m.last.map(|l| l.start_used);
             let room = arena.chunk_capacity();
-            let fits_in_place =
-                was_last && old_ptr.as_ptr().addr() % new_layout.align() == 0 && new - old <= room;
+            let (old_placed, new_placed) = (wide::<M>(old_layout).size(), wide::<M>(new_layout));
+            let fits_in_place = was_last
+                && old_ptr.as_ptr().addr() % new_placed.align() == 0
+                && new_placed.size() - old_placed <= room;
             // SAFETY: the block is live with `old_layout`, and `new >= old`.
             let grown = unsafe {
                 if zeroed {
@@ -319,7 +334,7 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
             if q == old_ptr && old > 0 {
                 assert_eq!(
                     after,
-                    before + (new - old),
+                    before + (new_placed.size() - old_placed),
                     "step {step}: in-place grow {old} -> {new} changed used_bytes {before} -> \
                      {after}"
                 );
@@ -327,13 +342,13 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
                 // Moved: the copy is the new last block, placed after the old block's start when
                 // the old block was last (it is rolled back first), else after everything.
                 check_moved(
-                    step, "grow", was_last, start_used, before, after, new_layout,
+                    step, "grow", was_last, start_used, before, after, new_placed,
                 );
             }
             if new > 0 {
                 m.last = Some(Last {
                     id,
-                    start_used: after - new,
+                    start_used: after - new_placed.size(),
                 });
                 let b = m.blocks.remove(idx);
                 m.blocks.push(b);
@@ -356,7 +371,8 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
             let new = keep % (old + 1);
             let new_layout = layout(new, align_log);
             let was_last = m.is_last(id);
-            let aligned = old_ptr.as_ptr().addr() % new_layout.align() == 0;
+            let (old_placed, new_placed) = (wide::<M>(old_layout).size(), wide::<M>(new_layout));
+            let aligned = old_ptr.as_ptr().addr() % new_placed.align() == 0;
             // SAFETY: the block is live with `old_layout`, and `new <= old`.
             let shrunk = unsafe { arena.shrink(old_ptr, old_layout, new_layout) }
                 .unwrap_or_else(|_| panic!("step {step}: shrink to {new_layout:?} failed"));
@@ -379,7 +395,7 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
                 if was_last {
                     assert_eq!(
                         after,
-                        before - (old - new),
+                        before - (old_placed - new_placed.size()),
                         "step {step}: in-place shrink of the last block {old} -> {new}"
                     );
                     if new == 0 {
@@ -414,12 +430,12 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
                     check_zero_sized(step, "shrink", new_layout, expected, after);
                 } else {
                     check_moved(
-                        step, "shrink", was_last, start_used, before, after, new_layout,
+                        step, "shrink", was_last, start_used, before, after, new_placed,
                     );
                 }
                 m.last = (new > 0).then_some(Last {
                     id,
-                    start_used: after - new,
+                    start_used: after - new_placed.size(),
                 });
                 let b = m.blocks.remove(idx);
                 m.blocks.push(b);
@@ -462,9 +478,10 @@ fn apply(arena: &mut Arena<&Counting>, m: &mut Model, op: &Op, step: usize) {
     }
 }
 
-pub(crate) fn run_allocator_model(ops: &[Op]) {
+/// Runs `ops` on an arena of minimum alignment `M` (1: `Arena::new_in`).
+pub(crate) fn run_allocator_model<const M: usize>(ops: &[Op]) {
     let backing = Counting::default();
-    let mut arena = Arena::new_in(&backing);
+    let mut arena: Arena<&Counting, M> = Arena::with_min_align_in(&backing);
     let mut m = Model {
         blocks: Vec::new(),
         next_id: 0,

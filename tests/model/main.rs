@@ -143,7 +143,14 @@ proptest! {
 
     #[test]
     fn allocator_model(ops in vec(op(), 1..=MAX_OPS)) {
-        run_allocator_model(&ops);
+        run_allocator_model::<1>(&ops);
+    }
+
+    /// The same model on an arena of minimum alignment 8 (`Arena::with_min_align`): every block
+    /// at a multiple of 8, `used_bytes` counting sizes rounded up to 8.
+    #[test]
+    fn allocator_model_min_align_8(ops in vec(op(), 1..=MAX_OPS)) {
+        run_allocator_model::<8>(&ops);
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! what a cycle has in use.
 
 use core::alloc::Layout;
-use core::ptr::NonNull;
 
-use super::{Probe, RawArena, RawCheckpoint, Room, poison_chunks};
-use crate::arena::chunk::{Chunk, ChunkSource, chunk_size_for_capacity, chunks_until, ring};
+use super::{Probe, RawArena, RawCheckpoint, Room, SENTINEL, poison_chunks};
+use crate::arena::chunk::{
+    CHUNK_ALIGN, Chunk, ChunkSource, chunk_size_for_capacity, chunks_until, ring,
+};
 use crate::arena::poison::{poison, unpoison};
 use crate::arena::retention::{Cycle, Decision, Plan, decide, plan_for};
 
@@ -31,25 +32,31 @@ impl RawArena {
 
     /// Starts a scope and returns what to restore at its end.
     ///
-    /// The parent's last block may end at the position: the position steps one byte past it, so
-    /// that no block of the parent ends at `ptr` while the child is active (the child's blocks all
-    /// start after that byte); `used_bytes` counts that byte, like padding, until the scope ends.
+    /// The parent's last block may end at the position: the position steps `step` bytes past it
+    /// (one, or the arena's minimum alignment, a power of two of at most [`CHUNK_ALIGN`], so that
+    /// the position stays a multiple of it), so that no block of the parent ends at `ptr` while
+    /// the child is active (the child's blocks all start after those bytes); `used_bytes` counts
+    /// them, like padding, until the scope ends.
     ///
-    /// When the chunk is full there is no byte to step over: the position parks at the chunk's
+    /// When the chunk has no room for the step there are no bytes to step over: the position parks at the chunk's
     /// start with no room (its bytes counted as used before it), and the child's first allocation
     /// moves on to the next chunk. Only an empty block can end at a chunk's start, and with no
     /// room there it can be neither grown in place nor rolled back over anything. A checkpoint
     /// taken while parked restores exactly that (no room), and a probe on the chunk is moved to
     /// its end first (the chunk is full: the cycle reached it), so that no probe can hold the
     /// parked end and hand out the room above it. Restoring the checkpoint undoes either step.
-    pub(crate) fn enter_scope(&self) -> RawCheckpoint {
+    pub(crate) fn enter_scope(&self, step: usize) -> RawCheckpoint {
+        debug_assert!(step.is_power_of_two() && step <= CHUNK_ALIGN);
         let cp = self.checkpoint();
         if let Some(c) = cp.chunk {
-            if cp.ptr < cp.end {
-                // SAFETY: `ptr < end`, so one byte further is still inside the chunk.
-                self.ptr.set(unsafe { cp.ptr.add(1) });
-            } else if self.probe.get().is_some() && self.pass_probe(Layout::new::<u8>()).is_some() {
-                // A probe held the end: moved up, it gave the byte to step over.
+            // The step as a layout: from a position that is a multiple of `step`, bumping it
+            // moves exactly `step` bytes.
+            let stride = Layout::from_size_align(step, step).unwrap_or(Layout::new::<u8>());
+            if cp.end.addr().get() - cp.ptr.addr().get() >= step {
+                // SAFETY: `ptr + step <= end`, so `step` bytes further is still inside the chunk.
+                self.ptr.set(unsafe { cp.ptr.add(step) });
+            } else if self.probe.get().is_some() && self.pass_probe(stride).is_some() {
+                // A probe held the end: moved up, it gave the bytes to step over.
             } else {
                 if let Some(probe) = self.probe.get().filter(|p| p.chunk == c) {
                     self.probe.set(Some(Probe {
@@ -318,7 +325,7 @@ impl RawArena {
     /// # Safety
     /// `src` is the source the chunks came from and no block is used again.
     pub(crate) unsafe fn release_all<S: ChunkSource + ?Sized>(&self, src: &S) {
-        let none = NonNull::dangling();
+        let none = SENTINEL;
         self.ptr.set(none);
         self.end.set(none);
         self.chunk.set(None);

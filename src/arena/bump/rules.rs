@@ -11,6 +11,7 @@ use super::front::RawFront;
 use super::{RawArena, dangling, satisfies};
 use crate::arena::chunk::ChunkSource;
 use crate::arena::large::LARGE_THRESHOLD;
+use crate::arena::min_align::{placed, placed_parts};
 use crate::arena::poison::{poison, unpoison};
 use crate::arena::resize;
 use crate::error::Failure;
@@ -33,49 +34,55 @@ impl RawArena {
     }
 
     /// [`alloc_block`](Self::alloc_block) for the `Allocator` methods: the failure is answered on the cold
-    /// path ([`alloc_slow_or_refuse`](Self::alloc_slow_or_refuse)).
+    /// path ([`alloc_slow_or_refuse`](Self::alloc_slow_or_refuse)). `layout` is placed widened to
+    /// the minimum alignment `min` (1, or an `Arena`'s `MIN_ALIGN`; see `min_align`), whose
+    /// `Layout` is checked on the cold paths only.
     #[inline(always)]
     fn allocator_alloc<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
+        min: usize,
         src: &S,
     ) -> Result<NonNull<u8>, AllocError> {
+        let (size, align) = placed_parts(layout, min);
         // An empty layout gets a dangling pointer; a collection's buffer of at least the
         // threshold is a large block even where the chunk has room: it moves as the collection
         // grows, and in a chunk each move would leave the old buffer behind until the reset.
         // Both in one test (`size - 1` wraps for 0), which folds away for a layout known at
         // compile time.
-        if layout.size().wrapping_sub(1) >= LARGE_THRESHOLD - 1 {
-            if layout.size() == 0 {
-                return Ok(dangling(layout.align()));
+        if size.wrapping_sub(1) >= LARGE_THRESHOLD - 1 {
+            if size == 0 {
+                return Ok(dangling(align));
             }
-            return self.alloc_large_or_refuse(layout, src);
+            return self.alloc_large_or_refuse(placed_or_refuse(layout, min, src)?, src);
         }
-        match self.bump(layout) {
+        match self.bump_parts(size, align, min) {
             Some(p) => Ok(p),
-            None => self.alloc_slow_or_refuse(layout, src),
+            None => self.alloc_slow_or_refuse(placed_or_refuse(layout, min, src)?, src),
         }
     }
 
-    /// `Allocator::allocate`.
+    /// `Allocator::allocate`, at the minimum alignment `min`.
     #[inline(always)]
     pub(crate) fn allocate<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
+        min: usize,
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.allocator_alloc(layout, src)?;
+        let p = self.allocator_alloc(layout, min, src)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
-    /// `Allocator::allocate_zeroed`.
+    /// `Allocator::allocate_zeroed`, at the minimum alignment `min`.
     #[inline]
     pub(crate) fn allocate_zeroed<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
+        min: usize,
         src: &S,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.allocator_alloc(layout, src)?;
+        let p = self.allocator_alloc(layout, min, src)?;
         // SAFETY: `p` is a fresh block of `layout.size()` writable bytes; no reference is formed.
         unsafe { p.write_bytes(0, layout.size()) };
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
@@ -441,4 +448,15 @@ pub(crate) fn raise_if_asked<'s, S: ChunkSource + ?Sized + 's>(
             f.raise()
         }
     }
+}
+
+/// `layout` widened to the minimum alignment `min` for a cold path of the `Allocator` methods;
+/// a size too large to widen is refused there as any other failure is ([`refuse`]).
+#[inline(always)]
+fn placed_or_refuse<S: ChunkSource + ?Sized>(
+    layout: Layout,
+    min: usize,
+    src: &S,
+) -> Result<Layout, AllocError> {
+    placed(layout, min).map_err(|f| refuse(f, || src))
 }

@@ -163,11 +163,11 @@ macro_rules! inherent_forwarders {
     };
 }
 
-inherent_forwarders!(impl[A: Allocator] crate::Arena<A>, '_, into_slice);
-inherent_forwarders!(impl['a] crate::ArenaRef<'a>, 'a, into_slice);
+inherent_forwarders!(impl[A: Allocator, const MIN_ALIGN: usize] crate::Arena<A, MIN_ALIGN>, '_, into_slice);
+inherent_forwarders!(impl['a, const MIN_ALIGN: usize] crate::ArenaRef<'a, MIN_ALIGN>, 'a, into_slice);
 // No `into_slice`: a guard is no `Allocator` (a collection is built on `guard.scope()`, whose
 // `ArenaRef::into_slice` serves it).
-inherent_forwarders!(impl['p] crate::ScopeGuard<'p>, '_);
+inherent_forwarders!(impl['p, const MIN_ALIGN: usize] crate::ScopeGuard<'p, MIN_ALIGN>, '_);
 #[cfg(feature = "std")]
 inherent_forwarders!(impl['a, A: Allocator] crate::LocalArena<'a, A>, 'a, into_slice);
 #[cfg(feature = "std")]
