@@ -20,6 +20,9 @@ use crate::{Pool, SizeClassPool, TypedPool};
 /// fits (the caller's contract), so its widened form is valid; the new one is checked.
 #[inline(always)]
 fn widened(old: Layout, new: Layout, min: usize) -> Result<(Layout, Layout), AllocError> {
+    if min == 1 {
+        return Ok((old, new));
+    }
     // SAFETY: the block fits `old` (the `Allocator` contract of every caller), and it was placed
     // with `old` widened, which was valid then.
     let old = unsafe { placed_unchecked(old, min) };
@@ -63,10 +66,8 @@ macro_rules! arena_allocator {
                 old_layout: Layout,
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                let (old, new) = widened(old_layout, new_layout, Self::MIN_ALIGN)?;
-                // SAFETY: forwarded from the caller's `Allocator::grow` contract, for the widened
-                // layouts.
-                let p = unsafe { self.raw().grow::<_, true>(ptr, old, new, false, self.src()) };
+                // SAFETY: forwarded from the caller's `Allocator::grow` contract.
+                let p = unsafe { self.raw().grow::<_, true>(ptr, old_layout, new_layout, false, Self::MIN_ALIGN, self.src()) };
                 Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
             }
 
@@ -77,21 +78,9 @@ macro_rules! arena_allocator {
                 old_layout: Layout,
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                let (old, new) = widened(old_layout, new_layout, Self::MIN_ALIGN)?;
-                // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract, for the
-                // widened layouts: the bytes from the widened old size on are zeroed.
-                let p = unsafe { self.raw().grow::<_, true>(ptr, old, new, true, self.src()) }?;
-                if Self::MIN_ALIGN > 1 {
-                    // The caller reads every byte from its old size on as zero: the padding of
-                    // the widened old block too, which holds whatever the chunk held there.
-                    // SAFETY: `[old_layout.size(), old.size())` lies inside the grown block,
-                    // which is ours; written through a raw pointer.
-                    unsafe {
-                        p.add(old_layout.size())
-                            .write_bytes(0, old.size() - old_layout.size())
-                    };
-                }
-                Ok(NonNull::slice_from_raw_parts(p, new_layout.size()))
+                // SAFETY: forwarded from the caller's `Allocator::grow_zeroed` contract.
+                let p = unsafe { self.raw().grow::<_, true>(ptr, old_layout, new_layout, true, Self::MIN_ALIGN, self.src()) };
+                Ok(NonNull::slice_from_raw_parts(p?, new_layout.size()))
             }
 
             #[inline]

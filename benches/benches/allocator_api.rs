@@ -108,6 +108,7 @@ fn row(r: &mut Runner<'_>, name: &str, case: Case) {
         r.bench(A::NAME, name, case.ops(), |d| case.run::<A>(d));
     }
     one::<arena_pool::Arena>(r, name, case);
+    one::<arena_pool_benches::ArenaMin8>(r, name, case);
     one::<arena_pool::SyncArena>(r, name, case);
     one::<LocalHandle>(r, name, case);
     one::<bumpalo::Bump>(r, name, case);

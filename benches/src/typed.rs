@@ -4,6 +4,7 @@
 use core::fmt;
 use core::ptr::NonNull;
 
+use allocator_api2::alloc::Global;
 use allocator_api2::vec::Vec;
 
 use crate::{Api02, BenchAlloc, Layout, SystemAlloc};
@@ -101,27 +102,30 @@ pub fn fmt_in_vec<'a, A: BenchAlloc>(a: &'a A, args: fmt::Arguments<'_>) -> &'a 
 
 impl TypedAlloc for SystemAlloc {}
 
-impl TypedAlloc for arena_pool::Arena {
+impl<const MIN_ALIGN: usize> TypedAlloc for arena_pool::Arena<Global, MIN_ALIGN>
+where
+    arena_pool::Arena<Global, MIN_ALIGN>: BenchAlloc,
+{
     fn alloc<T>(&self, value: T) -> &mut T {
-        arena_pool::Arena::alloc(self, value)
+        arena_pool::Arena::<Global, MIN_ALIGN>::alloc(self, value)
     }
     fn alloc_slice_copy<T: Copy>(&self, items: &[T]) -> &mut [T] {
-        arena_pool::Arena::alloc_slice_copy(self, items)
+        arena_pool::Arena::<Global, MIN_ALIGN>::alloc_slice_copy(self, items)
     }
     fn alloc_str(&self, s: &str) -> &mut str {
-        arena_pool::Arena::alloc_str(self, s)
+        arena_pool::Arena::<Global, MIN_ALIGN>::alloc_str(self, s)
     }
     fn alloc_slice_fill_with<T>(&self, len: usize, f: impl FnMut(usize) -> T) -> &mut [T] {
-        arena_pool::Arena::alloc_slice_fill_with(self, len, f)
+        arena_pool::Arena::<Global, MIN_ALIGN>::alloc_slice_fill_with(self, len, f)
     }
     fn alloc_slice_fill_default<T: Default>(&self, len: usize) -> &mut [T] {
-        arena_pool::Arena::alloc_slice_fill_default(self, len)
+        arena_pool::Arena::<Global, MIN_ALIGN>::alloc_slice_fill_default(self, len)
     }
     fn alloc_sized_slice_fill_default<T: Default, const K: usize>(&self) -> &mut [T] {
-        arena_pool::Arena::alloc_sized_slice_fill_default::<T, K>(self)
+        arena_pool::Arena::<Global, MIN_ALIGN>::alloc_sized_slice_fill_default::<T, K>(self)
     }
     fn alloc_fmt(&self, args: fmt::Arguments<'_>) -> &str {
-        arena_pool::Arena::alloc_fmt(self, args)
+        arena_pool::Arena::<Global, MIN_ALIGN>::alloc_fmt(self, args)
     }
 }
 

@@ -176,12 +176,11 @@ impl<X: OnRaw + ?Sized> Core for X {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<u8>, Failure> {
-        // SAFETY: `p` fits `old` (the caller), so its widened form is valid.
-        let old = unsafe { placed_unchecked(old, X::MIN_ALIGN) };
-        let new = placed(new, X::MIN_ALIGN)?;
-        // SAFETY: forwarded from the caller, for the widened layouts (widening keeps
-        // `new.size() >= old.size()`); `src` is the arena's source.
-        unsafe { self.raw().grow::<_, false>(p, old, new, false, self.src()) }
+        // SAFETY: forwarded from the caller; `src` is the arena's source.
+        unsafe {
+            self.raw()
+                .grow::<_, false>(p, old, new, false, X::MIN_ALIGN, self.src())
+        }
     }
 
     #[inline(always)]

@@ -11,7 +11,7 @@ use super::front::RawFront;
 use super::{RawArena, dangling, satisfies};
 use crate::arena::chunk::ChunkSource;
 use crate::arena::large::LARGE_THRESHOLD;
-use crate::arena::min_align::{placed, placed_parts};
+use crate::arena::min_align::{placed, placed_parts, placed_unchecked};
 use crate::arena::poison::{poison, unpoison};
 use crate::arena::resize;
 use crate::error::Failure;
@@ -172,6 +172,11 @@ impl RawArena {
     /// path, where a failure at the allocation limit may panic on the cold path (see
     /// [`raise_if_asked`]), and false for the typed helpers, which get the failure's cause.
     ///
+    /// `old` and `new` are the caller's layouts, placed widened to the minimum alignment `min`
+    /// (see `min_align`): the in-place path reads the widened sizes and alignment as numbers, the
+    /// cold path checks the widened `new`. With `zeroed`, every byte from the caller's old size on
+    /// reads zero, the widened old block's padding included.
+    ///
     /// # Safety
     /// The `Allocator::grow` contract: `p` is a live block of this arena fitting `old`, and
     /// `new.size() >= old.size()`; `src` is the arena's source.
@@ -182,23 +187,29 @@ impl RawArena {
         old: Layout,
         new: Layout,
         zeroed: bool,
+        min: usize,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
         debug_assert!(new.size() >= old.size());
-        if let Some(start) = self.last_start(p, old.size()) {
+        let (old_size, old_align) = placed_parts(old, min);
+        let (new_size, new_align) = placed_parts(new, min);
+        if let Some(start) = self.last_start(p, old_size) {
             let room = self.end.get().addr().get() - start.addr().get();
-            // SAFETY: `start` is `p`'s address, a block allocated with `old` (the contract).
-            if unsafe { satisfies(start, old, new) } && new.size() <= room {
-                // SAFETY: `new.size() <= end - start`.
-                self.ptr.set(unsafe { start.add(new.size()) });
+            let addr = start.addr().get();
+            // SAFETY: `start` is `p`'s address, a block placed at the widened `old` alignment
+            // (the contract).
+            unsafe { core::hint::assert_unchecked(addr & (old_align - 1) == 0) };
+            if addr & (new_align - 1) == 0 && new_size <= room {
+                // SAFETY: `new_size <= end - start`.
+                self.ptr.set(unsafe { start.add(new_size) });
                 unpoison(start.as_ptr(), self.ptr.get().as_ptr());
                 if zeroed {
-                    // SAFETY: `[start, start + new.size())` is ours now; the tail past
-                    // `old.size()` is written through a raw pointer.
+                    // SAFETY: `[start, start + new_size)` is ours now; the tail past the
+                    // caller's old size is written through a raw pointer.
                     unsafe {
                         start
                             .add(old.size())
-                            .write_bytes(0, new.size() - old.size())
+                            .write_bytes(0, new_size - old.size())
                     };
                 }
                 return Ok(start);
@@ -207,9 +218,9 @@ impl RawArena {
         // SAFETY: forwarded from the caller.
         unsafe {
             if zeroed {
-                self.grow_elsewhere::<S, ALLOCATOR, true>(p, old, new, src)
+                self.grow_elsewhere::<S, ALLOCATOR, true>(p, old, new, min, src)
             } else {
-                self.grow_elsewhere::<S, ALLOCATOR, false>(p, old, new, src)
+                self.grow_elsewhere::<S, ALLOCATOR, false>(p, old, new, min, src)
             }
         }
     }
@@ -250,7 +261,8 @@ impl RawArena {
     }
 
     /// The rest of [`grow`](Self::grow): the block moves, within the chunk when it is last,
-    /// else to a fresh block.
+    /// else to a fresh block; `old` and `new` are widened to `min` here (a widened `new` past
+    /// what a `Layout` allows is `CapacityOverflow`).
     ///
     /// # Safety
     /// As for [`grow`](Self::grow).
@@ -261,8 +273,14 @@ impl RawArena {
         p: NonNull<u8>,
         old: Layout,
         new: Layout,
+        min: usize,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
+        let asked = old.size();
+        // SAFETY: `p` fits `old` (the contract), so the widened `old` was valid when the block
+        // was placed.
+        let old = unsafe { placed_unchecked(old, min) };
+        let new = placed(new, min)?;
         if !ZEROED {
             // SAFETY: forwarded from the caller.
             if let Some(q) = unsafe { self.grow_to_bump(p, old.size(), new) } {
@@ -270,7 +288,13 @@ impl RawArena {
             }
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.grow_moving_or_raise::<S, ALLOCATOR>(p, old, new, ZEROED, src) }
+        let q = unsafe { self.grow_moving_or_raise::<S, ALLOCATOR>(p, old, new, ZEROED, src) }?;
+        if ZEROED {
+            // The widened old block's padding was copied with it: the caller reads it as zeros.
+            // SAFETY: `[asked, old.size())` lies inside the grown block, which is ours.
+            unsafe { q.add(asked).write_bytes(0, old.size() - asked) };
+        }
+        Ok(q)
     }
 
     /// The rest of [`grow_elsewhere`](Self::grow_elsewhere), out of line so that the common
