@@ -10,24 +10,11 @@ use allocator_api2::alloc::{AllocError, Allocator, Layout};
 
 #[cfg(feature = "std")]
 use crate::SyncPool;
-use crate::arena::min_align::{placed, placed_unchecked};
+use crate::arena::min_align::{placed_unchecked, shrunk};
 #[cfg(feature = "std")]
 use crate::arena::refuse;
 use crate::arena::{Arena, ArenaRef, OnRaw};
 use crate::{Pool, SizeClassPool, TypedPool};
-
-/// A resize's layouts widened to the minimum alignment `min`: the old one is a layout the block
-/// fits (the caller's contract), so its widened form is valid; the new one is checked.
-#[inline(always)]
-fn widened(old: Layout, new: Layout, min: usize) -> Result<(Layout, Layout), AllocError> {
-    if min == 1 {
-        return Ok((old, new));
-    }
-    // SAFETY: the block fits `old` (the `Allocator` contract of every caller), and it was placed
-    // with `old` widened, which was valid then.
-    let old = unsafe { placed_unchecked(old, min) };
-    Ok((old, placed(new, min).map_err(|_| AllocError)?))
-}
 
 /// Implements `Allocator` for an arena type with private `raw()` and `src()` accessors.
 macro_rules! arena_allocator {
@@ -90,10 +77,12 @@ macro_rules! arena_allocator {
                 old_layout: Layout,
                 new_layout: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                let (old, new) = widened(old_layout, new_layout, Self::MIN_ALIGN)?;
                 // SAFETY: forwarded from the caller's `Allocator::shrink` contract, for the
-                // widened layouts.
-                unsafe { self.raw().shrink::<_, true>(ptr, old, new, self.src()) }
+                // widened layouts, which are valid (see `min_align::shrunk`).
+                unsafe {
+                    let (old, new) = shrunk(old_layout, new_layout, Self::MIN_ALIGN);
+                    self.raw().shrink::<_, true>(ptr, old, new, self.src())
+                }
             }
         }
     };

@@ -153,7 +153,11 @@ unsafe impl BenchAlloc for ArenaMin8 {
     fn reset(&mut self) {
         ArenaMin8::reset(self);
     }
-    forward_to!(allocator_api2::alloc::Allocator, Self, core::convert::identity);
+    forward_to!(
+        allocator_api2::alloc::Allocator,
+        Self,
+        core::convert::identity
+    );
 }
 
 // arena-pool's thread-safe arena used from one thread: its shared path (one compare-and-swap per

@@ -73,6 +73,19 @@ pub(crate) unsafe fn placed_unchecked(layout: Layout, min: usize) -> Layout {
     unsafe { Layout::from_size_align_unchecked(size, align) }
 }
 
+/// A shrink's layouts widened to `min`. Both are valid: `old` fits a block the arena placed
+/// (its widened form was checked then), and the widened `new` is no larger than the widened
+/// `old` and, rounded up to its alignment, no larger than `new` rounded up to its own alignment
+/// (when that is at least `min`) or than the widened `old` (when it is not).
+///
+/// # Safety
+/// `old` fits a block this arena allocated, and `new.size() <= old.size()`.
+#[inline(always)]
+pub(crate) unsafe fn shrunk(old: Layout, new: Layout, min: usize) -> (Layout, Layout) {
+    // SAFETY: both widened layouts are valid (see above).
+    unsafe { (placed_unchecked(old, min), placed_unchecked(new, min)) }
+}
+
 impl<const MIN_ALIGN: usize> Arena<Global, MIN_ALIGN> {
     /// An empty arena on the global allocator whose every block starts at a multiple of
     /// `MIN_ALIGN` and takes a multiple of it (a power of two of at most 16, checked at compile

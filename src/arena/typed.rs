@@ -16,7 +16,7 @@ use allocator_api2::alloc::AllocError;
 
 use super::bump::{RawArena, dangling};
 use super::chunk::ChunkSource;
-use super::min_align::{placed, placed_parts, placed_unchecked};
+use super::min_align::{placed, placed_parts, placed_unchecked, shrunk};
 use super::stats::ArenaStats;
 use crate::error::Failure;
 
@@ -190,12 +190,12 @@ impl<X: OnRaw + ?Sized> Core for X {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: `p` fits `old` (the caller), so its widened form is valid.
-        let old = unsafe { placed_unchecked(old, X::MIN_ALIGN) };
-        let new = placed(new, X::MIN_ALIGN).map_err(|_| AllocError)?;
-        // SAFETY: forwarded from the caller, for the widened layouts (widening keeps
-        // `new.size() <= old.size()`); `src` is the arena's source.
-        unsafe { self.raw().shrink::<_, false>(p, old, new, self.src()) }
+        // SAFETY: forwarded from the caller, for the widened layouts, which are valid (see
+        // `min_align::shrunk`); `src` is the arena's source.
+        unsafe {
+            let (old, new) = shrunk(old, new, X::MIN_ALIGN);
+            self.raw().shrink::<_, false>(p, old, new, self.src())
+        }
     }
 
     #[inline(always)]
@@ -205,12 +205,12 @@ impl<X: OnRaw + ?Sized> Core for X {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        // SAFETY: `p` fits `old` (the caller), so its widened form is valid.
-        let old = unsafe { placed_unchecked(old, X::MIN_ALIGN) };
-        let new = placed(new, X::MIN_ALIGN).map_err(|_| AllocError)?;
-        // SAFETY: forwarded from the caller, for the widened layouts (their alignments stay
-        // equal); `src` is the arena's source.
-        unsafe { self.raw().shrink_settled(p, old, new, self.src()) }
+        // SAFETY: forwarded from the caller, for the widened layouts, which are valid (see
+        // `min_align::shrunk`) and keep equal alignments; `src` is the arena's source.
+        unsafe {
+            let (old, new) = shrunk(old, new, X::MIN_ALIGN);
+            self.raw().shrink_settled(p, old, new, self.src())
+        }
     }
 
     fn core_stats(&self) -> ArenaStats {

@@ -206,11 +206,7 @@ impl RawArena {
                 if zeroed {
                     // SAFETY: `[start, start + new_size)` is ours now; the tail past the
                     // caller's old size is written through a raw pointer.
-                    unsafe {
-                        start
-                            .add(old.size())
-                            .write_bytes(0, new_size - old.size())
-                    };
+                    unsafe { start.add(old.size()).write_bytes(0, new_size - old.size()) };
                 }
                 return Ok(start);
             }
