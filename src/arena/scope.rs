@@ -292,6 +292,18 @@ impl<const MIN_ALIGN: usize> fmt::Debug for ScopeGuard<'_, MIN_ALIGN> {
 /// [`Arena::checkpoint`](crate::Arena::checkpoint) or
 /// [`SyncArena::checkpoint`](crate::SyncArena::checkpoint), for the `unsafe` `reset_to` of the
 /// same arena.
+///
+/// ```
+/// let mut arena = arena_pool::Arena::new();
+/// let kept = arena.alloc(1u32) as *mut u32;
+/// let cp = arena.checkpoint();
+/// arena.alloc_str("temporary");
+/// // SAFETY: `cp` is this arena's, and nothing allocated after it is used again.
+/// unsafe { arena.reset_to(cp) };
+/// assert_eq!(arena.used_bytes(), 4);
+/// // SAFETY: allocated before the checkpoint, so still valid.
+/// assert_eq!(unsafe { *kept }, 1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Checkpoint(pub(crate) Position);
 

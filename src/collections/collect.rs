@@ -37,6 +37,20 @@ pub trait FromIteratorIn<T>: Sized {
 /// allocator refuses a block (an arena's allocation limit, out of memory) or the capacity
 /// overflows: what [`try_collect_in`](CollectIn::try_collect_in) builds. Implemented for the same
 /// collections as [`FromIteratorIn`].
+///
+/// ```
+/// use arena_pool::Arena;
+/// use arena_pool::allocator_api2::vec::Vec;
+/// use arena_pool::collections::TryFromIteratorIn;
+///
+/// let arena = Arena::new();
+/// arena.set_allocation_limit(Some(0));
+/// // The limit refuses the first chunk: an error, not a panic.
+/// assert!(Vec::<u64, _>::try_from_iter_in(0..100u64, &arena).is_err());
+/// arena.set_allocation_limit(None);
+/// let v = Vec::<u64, _>::try_from_iter_in(0..100u64, &arena).unwrap();
+/// assert_eq!(v.len(), 100);
+/// ```
 pub trait TryFromIteratorIn<T>: Sized {
     /// The allocator the collection is built in.
     type Alloc: Allocator;

@@ -988,6 +988,15 @@ impl<A: Allocator> fmt::Debug for Pool<A> {
 }
 
 /// A snapshot of a [`Pool`]'s memory, from [`Pool::stats`].
+///
+/// ```
+/// let pool = arena_pool::Pool::for_type::<u64>();
+/// let a = pool.alloc(1u64);
+/// let stats = pool.stats();
+/// assert_eq!((stats.in_use, stats.slot_size), (1, 8));
+/// assert!(stats.capacity >= 1 && stats.bytes_held > 0);
+/// drop(a);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolStats {

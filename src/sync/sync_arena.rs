@@ -523,6 +523,17 @@ impl<A: Allocator> SyncArena<A> {
 /// through [`arena`](SyncScopeGuard::arena) and returns the position to where it was.
 /// Forgetting it (`mem::forget`) is safe: the scope's memory then stays used until the arena is
 /// reset.
+///
+/// ```
+/// let mut arena = arena_pool::SyncArena::new();
+/// arena.alloc(1u32);
+/// let before = arena.used_bytes();
+/// {
+///     let guard = arena.scope_guard();
+///     guard.arena().alloc_slice_fill_copy(100, 0u8);
+/// } // freed here
+/// assert_eq!(arena.used_bytes(), before);
+/// ```
 pub struct SyncScopeGuard<'a, A: Allocator = Global> {
     arena: &'a mut SyncArena<A>,
     checkpoint: SharedCheckpoint,

@@ -304,6 +304,16 @@ impl<A: Allocator> String<A> {
 
 /// The characters of a range being removed from a [`String`], from
 /// [`String::drain`]; the range is removed when it is dropped.
+///
+/// ```
+/// use arena_pool::Arena;
+/// use arena_pool::collections::String;
+///
+/// let arena = Arena::new();
+/// let mut s = String::from_str_in("hello, world", &arena);
+/// let hello: std::string::String = s.drain(..5).collect();
+/// assert_eq!((hello.as_str(), s.as_str()), ("hello", ", world"));
+/// ```
 pub struct StringDrain<'a, A: Allocator> {
     string: &'a mut String<A>,
     /// The range removed on drop.

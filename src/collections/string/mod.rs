@@ -697,6 +697,19 @@ impl<A: Allocator> fmt::Write for TryWriter<A> {
 }
 
 /// The error of [`String::from_utf8`]: the bytes were not valid UTF-8. It gives them back.
+///
+/// ```
+/// use arena_pool::Arena;
+/// use arena_pool::allocator_api2::vec::Vec;
+/// use arena_pool::collections::String;
+///
+/// let arena = Arena::new();
+/// let mut bytes = Vec::new_in(&arena);
+/// bytes.extend_from_slice(&[b'o', b'k', 0xff]);
+/// let err = String::from_utf8(bytes).unwrap_err();
+/// assert_eq!(err.utf8_error().valid_up_to(), 2);
+/// assert_eq!(err.into_bytes().len(), 3); // the bytes come back
+/// ```
 pub struct FromUtf8Error<A: Allocator = Global> {
     bytes: Vec<u8, A>,
     error: Utf8Error,

@@ -562,6 +562,17 @@ impl<A: Allocator> fmt::Debug for SizeClassPool<A> {
 }
 
 /// One class's line in [`SizeClassStats`].
+///
+/// ```
+/// use arena_pool::SizeClassPool;
+/// use arena_pool::allocator_api2::boxed::Box;
+///
+/// let pool = SizeClassPool::new();
+/// let a = Box::new_in([0u8; 24], &pool);
+/// let class = pool.stats().classes().find(|c| c.live > 0).unwrap();
+/// assert!(class.block_size >= 24 && class.pages == 1);
+/// drop(a);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClassStats {
@@ -579,6 +590,18 @@ pub struct ClassStats {
 
 /// A snapshot of a [`SizeClassPool`]'s memory, from [`SizeClassPool::stats`]. Its `Debug` lists
 /// the classes in use only (blocks live, or pages formatted).
+///
+/// ```
+/// use arena_pool::SizeClassPool;
+/// use arena_pool::allocator_api2::vec::Vec;
+///
+/// let pool = SizeClassPool::new();
+/// let mut v = Vec::new_in(&pool);
+/// v.extend(0..10u32);
+/// let stats = pool.stats();
+/// assert_eq!(stats.live_blocks(), 1);
+/// assert!(stats.bytes_held >= 40);
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SizeClassStats {
     /// Pages held (in use or cached empty).
