@@ -410,10 +410,9 @@ impl<A: Allocator, const MIN_ALIGN: usize> Arena<A, MIN_ALIGN> {
     /// ```
     pub fn as_arena_ref(&self) -> &ArenaRef<'_, MIN_ALIGN> {
         let src: &dyn ChunkSource = self;
-        // SAFETY: `ArenaRef` is a `repr(transparent)` wrapper around `dyn ChunkSource`, so the
-        // cast keeps the address and the vtable; its concrete type is `Arena<A, MIN_ALIGN>`,
-        // whose first field is the `RawArena` that `ArenaRef` reads at offset 0, and the view
-        // has the arena's minimum alignment.
+        // The view takes the arena's minimum alignment, so it bumps only widened layouts too.
+        // SAFETY: `ArenaRef` is `repr(transparent)` over `dyn ChunkSource` (address and vtable
+        // kept); the concrete type `Arena<A, MIN_ALIGN>` has the `RawArena` it reads at offset 0.
         unsafe { &*(src as *const dyn ChunkSource as *const ArenaRef<'_, MIN_ALIGN>) }
     }
 

@@ -70,11 +70,10 @@ impl<'a, const MIN_ALIGN: usize> ArenaRef<'a, MIN_ALIGN> {
     ///
     /// Inside the child, blocks of the parent are never moved, grown in place or rolled back:
     /// `deallocate`, `grow` and `shrink` of a parent's block leave the bump position alone. (To
-    /// make that a single address compare, entering the scope steps the position one byte past
-    /// the parent's last block, or `MIN_ALIGN` bytes; `used_bytes` counts them while the scope
-    /// is active.) The
-    /// closure's lifetime `'s` keeps the child's allocations from escaping, and the parent is
-    /// mutably borrowed for the call, so a collection created outside the scope cannot be used
+    /// make that a single address compare, entering the scope steps the position `MIN_ALIGN`
+    /// bytes (one byte by default) past the parent's last block; `used_bytes` counts them while
+    /// the scope is active.) The closure's lifetime `'s` keeps the child's allocations from
+    /// escaping, and the parent is mutably borrowed for the call, so a collection created outside the scope cannot be used
     /// inside it: move it in only after the scope, or create it inside.
     ///
     /// ```

@@ -49,13 +49,17 @@ impl RawArena {
         debug_assert!(step.is_power_of_two() && step <= CHUNK_ALIGN);
         let cp = self.checkpoint();
         if let Some(c) = cp.chunk {
-            // The step as a layout: from a position that is a multiple of `step`, bumping it
-            // moves exactly `step` bytes.
-            let stride = Layout::from_size_align(step, step).unwrap_or(Layout::new::<u8>());
             if cp.end.addr().get() - cp.ptr.addr().get() >= step {
                 // SAFETY: `ptr + step <= end`, so `step` bytes further is still inside the chunk.
                 self.ptr.set(unsafe { cp.ptr.add(step) });
-            } else if self.probe.get().is_some() && self.pass_probe(stride).is_some() {
+            } else if self.probe.get().is_some()
+                // The step as a layout: from a position that is a multiple of `step`, bumping it
+                // moves exactly `step` bytes.
+                && Layout::from_size_align(step, step)
+                    .ok()
+                    .and_then(|stride| self.pass_probe(stride))
+                    .is_some()
+            {
                 // A probe held the end: moved up, it gave the bytes to step over.
             } else {
                 if let Some(probe) = self.probe.get().filter(|p| p.chunk == c) {
