@@ -380,6 +380,59 @@ fn arena_nested_refill_is_refused() {
     assert!(block.is_none(), "a nested refill is refused");
 }
 
+/// Through the `Allocator` methods a request of at least 64 KiB is a large block even where the
+/// chunk has room, so made nested it is refused like a refill; the same bytes through the typed
+/// API are bumped in the chunk and served.
+#[test]
+fn arena_nested_large_block_is_refused_where_the_chunk_has_room() {
+    let len = scaled(96 * 1024, 80 * 1024);
+    for typed in [false, true] {
+        let arena = Rc::new(Arena::with_capacity_in(4 * len, Hooked::default()));
+        let room = arena.chunk_capacity();
+        assert!(room >= 4 * len);
+        let weak = Rc::downgrade(&arena);
+        let nested: Nested = Rc::default();
+        let out = nested.clone();
+        arena.allocator().run_inside_next(move || {
+            let arena = weak.upgrade().expect("the arena is alive");
+            let block = if typed {
+                arena
+                    .try_alloc_slice_fill_copy(len, 0xAAu8)
+                    .ok()
+                    .map(|s| (NonNull::from(&mut *s).cast::<u8>(), s.len()))
+            } else {
+                let l = Layout::from_size_align(len, 8).unwrap();
+                (*arena).allocate(l).ok().map(|q| {
+                    // SAFETY: a fresh block of `len` writable bytes.
+                    unsafe { q.cast::<u8>().as_ptr().write_bytes(0xAA, len) };
+                    (q.cast::<u8>(), len)
+                })
+            };
+            out.set(Some(block));
+        });
+        // A large block of its own: the backing allocator is called, and re-enters.
+        let outer: Vec<u8, &Arena<Hooked>> = Vec::with_capacity_in(len, &*arena);
+        assert!(arena.allocator().nested_ran());
+        let block = nested.get().expect("the nested action ran");
+        let s = arena.stats();
+        assert_eq!(s.large_blocks, 1, "typed: {typed}");
+        if typed {
+            let b = block.expect("a typed nested request the chunk holds is served");
+            assert_filled(b, 0xAA);
+            assert_disjoint(&[range_of(&outer), (b.0.addr().get(), b.1)]);
+            assert!(arena.chunk_capacity() < room - len + 8);
+        } else {
+            assert!(block.is_none(), "a nested large block is refused");
+            assert_eq!(arena.chunk_capacity(), room, "the chunk is untouched");
+        }
+        assert_eq!(
+            s.allocated_bytes_including_metadata,
+            arena.allocator().held_bytes()
+        );
+        drop(outer);
+    }
+}
+
 /// The panicking API names the refusal, and the outer call, unwound by it, leaves everything as
 /// it was.
 #[test]

@@ -232,11 +232,18 @@ impl State<'_> {
         self.backing.nested_armed()
     }
 
-    /// The arena's rules for a nested request (made while the arena takes a chunk): served when
-    /// the current chunk holds it, refused when it needs a chunk.
+    /// The arena's rules for a nested request (made while the arena takes a chunk, through the
+    /// `Allocator` methods): served when the current chunk holds it, refused when it needs a
+    /// chunk or is a large block (at least the threshold, even where the chunk has room).
     fn check_nested(n: &Settled) {
         let (size, align) = (n.layout.size(), n.layout.align());
-        if n.served() {
+        if size >= LARGE_THRESHOLD {
+            assert!(
+                !n.served(),
+                "a nested {:?}, a large block, was served while the arena took memory",
+                n.layout
+            );
+        } else if n.served() {
             assert!(
                 size <= n.room,
                 "a nested {:?} was served with {} bytes left in the chunk: it needed a chunk while the arena took one",

@@ -56,6 +56,8 @@ use libfuzzer_sys::fuzz_target;
 
 /// Largest ordinary request.
 const MAX_SIZE: usize = 64 * 1024;
+/// The size from which a request through the `Allocator` methods is a large block.
+const LARGE_THRESHOLD: usize = 64 * 1024;
 /// Handles alive at once, at most.
 const HANDLES: usize = 3;
 
@@ -299,14 +301,20 @@ impl ArenaState<'_> {
     }
 
     /// The rules for a nested request made through `tag`'s allocator while an operation through
-    /// `owner`'s waits for the backing allocator: a handle's own request that needs a piece is
-    /// refused and one its piece holds is served (as in an `Arena`); every other request is
-    /// served, even one that needs a chunk, unless a limit is set, a failure was injected or
-    /// the size is huge.
+    /// `owner`'s waits for the backing allocator: a handle's own request that needs a piece or
+    /// is a large block (at least the threshold) is refused and one its piece holds is served
+    /// (as in an `Arena`); every other request is served, even one that needs a chunk, unless a
+    /// limit is set, a failure was injected or the size is huge.
     fn check_nested(&self, n: &Settled, tag: u8, owner: u8) {
         let (size, align) = (n.layout.size(), n.layout.align());
         if tag == owner && tag >= LOCAL {
-            if n.served() {
+            if size >= LARGE_THRESHOLD {
+                assert!(
+                    !n.served(),
+                    "a nested {:?} through the waiting handle, a large block, was served",
+                    n.layout
+                );
+            } else if n.served() {
                 assert!(
                     size <= n.room,
                     "a nested {:?} through the waiting handle was served with {} bytes left in its piece",

@@ -185,8 +185,10 @@ impl<A: Allocator> Arena<A> {
     ///   back last, and unwinds with it while its caller still holds the old block.
     /// - **It may allocate in this arena** (reached through a shared handle such as a `Weak`).
     ///   Such a nested request is served when the current chunk holds it; when it needs a new
-    ///   chunk it is refused, `Err(AllocError)` from the fallible API and a panic naming the cause
-    ///   from the panicking one, because the outer request is taking a chunk at that moment.
+    ///   chunk or a large block it is refused, `Err(AllocError)` from the fallible API and a
+    ///   panic naming the cause from the panicking one, because the outer request is taking
+    ///   memory at that moment. Through the `Allocator` methods a request of 64 KiB or more is
+    ///   always a large block, so made nested it is refused even where the chunk has room.
     ///   Nested frees, and grows and shrinks in place, are served.
     ///
     /// ```

@@ -128,7 +128,8 @@ impl<A: Allocator> SyncArena<A> {
     ///   is served, including one that takes a chunk of its own.
     ///
     /// A [`LocalArena`] takes its pieces through the shared path; a nested request to the *same
-    /// handle* that needs a new piece is refused (as for [`Arena::new_in`](crate::Arena::new_in)).
+    /// handle* that needs a new piece or a large block is refused (as for
+    /// [`Arena::new_in`](crate::Arena::new_in)).
     pub fn new_in(alloc: A) -> SyncArena<A> {
         SyncArena {
             current: Current::new(),
