@@ -29,7 +29,9 @@ pub fn assert_unwound_unchanged(
 /// counted as used. That rest is less than a block that fits a piece (at most half the largest
 /// piece, 4 KiB). So `used_bytes` may grow by less than 4 KiB and 64 bytes of padding, the
 /// chunk's room may fall by no more than that growth (`used_bytes + chunk_capacity` does not
-/// fall: no byte of the chunk is lost but to used bytes), and nothing else may change.
+/// fall: no byte of the chunk is lost but to used bytes), and nothing else may change. The room
+/// may also grow: when the chunk could not hold that piece, the shared path moved on to a spare
+/// chunk the reset had kept (no backing call: the chunks and the bytes held are unchanged).
 pub fn assert_unwound_shared_fill(
     before: &arena_pool::ArenaStats,
     after: &arena_pool::ArenaStats,
@@ -37,9 +39,7 @@ pub fn assert_unwound_shared_fill(
 ) {
     let grew = after.used_bytes.checked_sub(before.used_bytes);
     assert!(
-        grew.is_some_and(|g| g < 4096 + 64
-            && after.chunk_capacity <= before.chunk_capacity
-            && after.chunk_capacity + g >= before.chunk_capacity),
+        grew.is_some_and(|g| g < 4096 + 64 && after.chunk_capacity + g >= before.chunk_capacity),
         "{what:?}, unwound by the backing allocator, took more than a piece's rest and padding: \
          {before:?} -> {after:?}"
     );
@@ -50,7 +50,10 @@ pub fn assert_unwound_shared_fill(
 /// `LocalArena` handles: the fill's first block may have taken the rest of the shared chunk as
 /// the handle's new piece (no backing call) before a later request of the fill unwound, and the
 /// handle keeps that piece. So bytes may move from the chunk's room to `used_bytes`, and nothing
-/// else may change: no chunk, no large block, no byte held more.
+/// else may change: no chunk, no large block, no byte held more. When the shared chunk could not
+/// hold the piece, the piece may come from a spare chunk the reset had kept, which becomes the
+/// shared chunk: its room then adds to the sum, held all along (the chunks and the bytes held
+/// are unchanged).
 pub fn assert_unwound_within_chunk(
     before: &arena_pool::ArenaStats,
     after: &arena_pool::ArenaStats,
@@ -58,7 +61,7 @@ pub fn assert_unwound_within_chunk(
 ) {
     assert!(
         after.used_bytes >= before.used_bytes
-            && after.used_bytes + after.chunk_capacity == before.used_bytes + before.chunk_capacity,
+            && after.used_bytes + after.chunk_capacity >= before.used_bytes + before.chunk_capacity,
         "{what:?}, unwound by the backing allocator, took more than the shared chunk's room: \
          {before:?} -> {after:?}"
     );
