@@ -3,7 +3,7 @@
 //! holds. Each case is the shape of a fault once found: a fallible fill whose iterator or
 //! initialiser allocates in the same arena, scopes nested on a position parked over a full chunk,
 //! `into_slice` between a checkpoint and its restore, and a backing allocator whose `deallocate`
-//! unwinds. Run natively, under Miri (both borrow models) and AddressSanitizer.
+//! unwinds (in a reset, a trim, a scope's exit, the drop, or while a large block is freed). Run natively, under Miri (both borrow models) and AddressSanitizer.
 #![cfg_attr(feature = "nightly", feature(allocator_api))]
 
 mod common;
@@ -496,4 +496,88 @@ fn a_drop_whose_backing_deallocate_unwinds_leaks_at_most() {
         backing.panic_in_dealloc(n);
         expect_backing_panic(move || drop(arena));
     }
+}
+
+/// A large block freed while the arena holds more in large blocks than its allowance: a smaller
+/// kept block goes back first to make room for it, and that `deallocate` unwinds. The freed
+/// block stays the arena's (counted, and given back by the reset), never lost between its list
+/// and the kept ones; a resize that moved it would unwind while its caller still holds it.
+fn a_free_whose_room_making_unwinds_keeps_the_block<X>(
+    backing: &Tracked,
+    arena: &mut X,
+    reset: fn(&mut X),
+    stats: fn(&X) -> arena_pool::ArenaStats,
+) where
+    for<'x> &'x X: arena_pool::allocator_api2::alloc::Allocator,
+{
+    use arena_pool::allocator_api2::alloc::Allocator;
+    let layout = |size: usize, align: usize| Layout::from_size_align(size, align).unwrap();
+    // Cycle 1: a peak of 1 MB in large blocks, 120 KB of them in use at the reset, which keeps
+    // those: the allowance is about 1.26 MB from then on.
+    let (peak, kept) = (layout(1_000_000, 8), layout(120_000, 8));
+    let _in_use_at_reset = (&*arena).allocate(kept).unwrap();
+    let p = (&*arena).allocate(peak).unwrap().cast::<u8>();
+    // SAFETY: allocated just above with `peak`, not used again.
+    unsafe { (&*arena).deallocate(p, peak) };
+    reset(arena);
+    assert_eq!(stats(arena).kept_large_blocks, 1);
+    // Cycle 2: `x` (larger than the kept block, of another alignment, so it is new), then
+    // blocks smaller than the kept one until the large blocks pass the allowance.
+    let (x, small) = (layout(130_000, 4096), layout(70_000, 4096));
+    let xp = (&*arena).allocate(x).unwrap().cast::<u8>();
+    let smalls: std::vec::Vec<NonNull<u8>> = (0..16)
+        .map(|_| (&*arena).allocate(small).unwrap().cast::<u8>())
+        .collect();
+    let s = stats(arena);
+    assert_eq!((s.large_blocks, s.kept_large_blocks), (17, 1));
+    // Freeing `x` gives the kept block back to make room, and that call unwinds.
+    backing.panic_in_dealloc(0);
+    // SAFETY: allocated above with `x`; not used again.
+    expect_backing_panic(|| unsafe { (&*arena).deallocate(xp, x) });
+    backing.disarm();
+    let s = stats(arena);
+    assert_eq!(s.kept_large_blocks, 0, "the kept block was given up");
+    assert_eq!(s.large_blocks, 17, "the freed block stays the arena's");
+    assert_eq!(
+        s.chunks + s.large_blocks + s.kept_large_blocks,
+        backing.held_blocks(),
+        "every block the backing allocator holds is the arena's"
+    );
+    assert!(backing.holds(xp, x.size()));
+    for q in smalls {
+        // SAFETY: allocated above with `small`; not used again.
+        unsafe { (&*arena).deallocate(q, small) };
+    }
+    reset(arena);
+    let s = stats(arena);
+    assert_eq!(s.large_blocks, 0);
+    assert_eq!(
+        s.chunks + s.kept_large_blocks,
+        backing.held_blocks(),
+        "the reset accounted for every block"
+    );
+}
+
+#[test]
+fn a_free_whose_room_making_unwinds_keeps_the_block_on_an_arena() {
+    let backing = Tracked::default();
+    let mut arena = Arena::new_in(&backing);
+    a_free_whose_room_making_unwinds_keeps_the_block(
+        &backing,
+        &mut arena,
+        |a| a.reset(),
+        |a| a.stats(),
+    );
+}
+
+#[test]
+fn a_free_whose_room_making_unwinds_keeps_the_block_on_a_sync_arena() {
+    let backing = Tracked::default();
+    let mut arena = SyncArena::new_in(&backing);
+    a_free_whose_room_making_unwinds_keeps_the_block(
+        &backing,
+        &mut arena,
+        |a| a.reset(),
+        |a| a.stats(),
+    );
 }

@@ -11,6 +11,7 @@ use crate::arena::large::{Large, block_layout};
 use crate::arena::large_spares::Spares;
 use crate::arena::poison::poison;
 use crate::error::Failure;
+use crate::reentry::OnUnwind;
 
 impl RawArena {
     /// Bytes held from the backing allocator: chunks and large blocks (in use or kept).
@@ -135,8 +136,13 @@ impl RawArena {
             return unsafe { self.release_large(b, src) };
         };
         let size = b.layout().size();
+        // Should a kept block given back to make room unwind, `b` goes back into the list as a
+        // block in use, counted and freed by the reset or the drop: it must stay allocated (a
+        // resize that moved it unwinds while its caller still holds it) and stay the arena's.
+        let relink = OnUnwind::new(|| self.large.reinsert(b));
         // SAFETY: forwarded from the caller.
         unsafe { self.make_room(size, size, src) };
+        relink.disarm();
         if let Some(b) = kept.offer(b, self.large.bytes()) {
             // SAFETY: forwarded from the caller.
             unsafe { self.release_large(b, src) };

@@ -24,6 +24,7 @@ use crate::arena::{
     HEADER_SIZE, LARGE_THRESHOLD, Large, LargeList, block_layout, data_size, min_chunk_size,
 };
 use crate::error::Failure;
+use crate::reentry::OnUnwind;
 use crate::sync::shim::MutexGuard;
 
 impl<A: Allocator> SyncArena<A> {
@@ -167,7 +168,18 @@ impl<A: Allocator> SyncArena<A> {
                 return;
             }
         }
+        // Should a kept block given back to make room unwind, `b` goes back into the list as a
+        // block in use, counted and freed by the reset or the drop: it must stay allocated (a
+        // resize that moved it unwinds while its caller still holds it) and stay the arena's.
+        let relink = OnUnwind::new(|| {
+            let mut chunks = self.chunks.lock();
+            chunks.large_bytes += l.size();
+            chunks.large_data += data_size(l);
+            chunks.large_count += 1;
+            chunks.large.reinsert(b);
+        });
         self.make_room(l.size());
+        relink.disarm();
         let chunks = self.chunks.lock();
         let in_use = chunks.large_bytes;
         if let Some(b) = chunks.kept.offer(b, in_use) {
