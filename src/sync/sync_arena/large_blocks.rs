@@ -24,7 +24,6 @@ use crate::arena::{
     HEADER_SIZE, LARGE_THRESHOLD, Large, LargeList, block_layout, data_size, min_chunk_size,
 };
 use crate::error::Failure;
-use crate::reentry::OnUnwind;
 use crate::sync::shim::MutexGuard;
 
 impl<A: Allocator> SyncArena<A> {
@@ -120,7 +119,7 @@ impl<A: Allocator> SyncArena<A> {
     /// smaller than it made room within the allowance (and all of them, should the limit refuse
     /// it while they are held).
     fn take_new_large(&self, block: Layout) -> Result<NonNull<[u8]>, Failure> {
-        self.make_room(block.size());
+        self.make_room(block.size(), block.size());
         match Front::take_large(self, block) {
             Err(Failure::LimitReached { .. }) if !self.chunks.lock().kept.is_empty() => {
                 self.free_kept();
@@ -130,13 +129,14 @@ impl<A: Allocator> SyncArena<A> {
         }
     }
 
-    /// Gives back the smallest kept blocks below `size` bytes while the large blocks in use and
-    /// kept, with `size` bytes besides, pass the allowance; the lock is released for each call.
-    fn make_room(&self, size: usize) {
+    /// Gives back the smallest kept blocks below `below` bytes while the large blocks in use
+    /// and kept, with `more` bytes besides, pass the allowance; the lock is released for each
+    /// call.
+    fn make_room(&self, more: usize, below: usize) {
         loop {
             let chunks = self.chunks.lock();
             let in_use = chunks.large_bytes;
-            let Some(b) = chunks.kept.make_room(in_use, size, size) else {
+            let Some(b) = chunks.kept.make_room(in_use, more, below) else {
                 return;
             };
             drop(chunks);
@@ -152,35 +152,27 @@ impl<A: Allocator> SyncArena<A> {
     /// `b` is unlinked, from `self.alloc`, and its data is not used again.
     pub(super) unsafe fn retire_large(&self, b: Large) {
         let l = b.layout();
-        {
+        if b.origin() != 0 {
             let mut chunks = self.chunks.lock();
-            chunks.large_bytes -= l.size();
-            chunks.large_data -= data_size(l);
-            chunks.large_count -= 1;
-            if b.origin() != 0 {
-                // The last block of a chunk that grew out of it: the cycle needed a chunk that
-                // holds it where it started (the next reset sizes one), and it goes back.
-                let need = (b.origin() - 1).saturating_add(data_size(l));
-                chunks.chunk_peak = chunks.chunk_peak.max(need);
-                drop(chunks);
-                // SAFETY: forwarded from the caller; uncounted above.
-                unsafe { self.alloc.deallocate(b.block(), l) };
-                return;
-            }
+            uncount(&mut chunks, l);
+            // The last block of a chunk that grew out of it: the cycle needed a chunk that
+            // holds it where it started (the next reset sizes one), and it goes back.
+            let need = (b.origin() - 1).saturating_add(data_size(l));
+            chunks.chunk_peak = chunks.chunk_peak.max(need);
+            drop(chunks);
+            // SAFETY: forwarded from the caller; uncounted above.
+            unsafe { self.alloc.deallocate(b.block(), l) };
+            return;
         }
-        // Should a kept block given back to make room unwind, `b` goes back into the list as a
-        // block in use, counted and freed by the reset or the drop: it must stay allocated (a
-        // resize that moved it unwinds while its caller still holds it) and stay the arena's.
-        let relink = OnUnwind::new(|| {
-            let mut chunks = self.chunks.lock();
-            chunks.large_bytes += l.size();
-            chunks.large_data += data_size(l);
-            chunks.large_count += 1;
-            chunks.large.reinsert(b);
-        });
-        self.make_room(l.size());
-        relink.disarm();
-        let chunks = self.chunks.lock();
+        // `b` stays listed and counted as in use while kept blocks go back to make room for
+        // it: should one of those calls unwind, it is still the arena's, and the reset or the
+        // drop gives it back. It must stay allocated then (a resize that moved it unwinds while
+        // its caller still holds it).
+        self.chunks.lock().large.reinsert(b);
+        self.make_room(0, l.size());
+        let mut chunks = self.chunks.lock();
+        chunks.large.unlink(b);
+        uncount(&mut chunks, l);
         let in_use = chunks.large_bytes;
         if let Some(b) = chunks.kept.offer(b, in_use) {
             drop(chunks);
@@ -409,4 +401,11 @@ impl<A: Allocator> Front for SyncArena<A> {
     fn link_large_for(&self, old: Large, new: Large, _kept: bool) {
         self.chunks.lock().large.reinsert_for(old, new);
     }
+}
+
+/// Takes a large block of layout `l` out of the counts of the blocks in use.
+fn uncount(chunks: &mut Chunks, l: Layout) {
+    chunks.large_bytes -= l.size();
+    chunks.large_data -= data_size(l);
+    chunks.large_count -= 1;
 }
