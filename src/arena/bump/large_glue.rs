@@ -11,7 +11,6 @@ use crate::arena::large::{Large, block_layout};
 use crate::arena::large_spares::Spares;
 use crate::arena::poison::poison;
 use crate::error::Failure;
-use crate::reentry::OnUnwind;
 
 impl RawArena {
     /// Bytes held from the backing allocator: chunks and large blocks (in use or kept).
@@ -136,13 +135,14 @@ impl RawArena {
             return unsafe { self.release_large(b, src) };
         };
         let size = b.layout().size();
-        // Should a kept block given back to make room unwind, `b` goes back into the list as a
-        // block in use, counted and freed by the reset or the drop: it must stay allocated (a
-        // resize that moved it unwinds while its caller still holds it) and stay the arena's.
-        let relink = OnUnwind::new(|| self.large.reinsert(b));
+        // `b` stays listed and counted as in use while kept blocks go back to make room for it
+        // (as in `SyncArena`): should one of those calls unwind, it is still the arena's, and
+        // the reset or the drop gives it back. It must stay allocated then (a resize that moved
+        // it unwinds while its caller still holds it).
+        self.large.reinsert(b);
         // SAFETY: forwarded from the caller.
-        unsafe { self.make_room(size, size, src) };
-        relink.disarm();
+        unsafe { self.make_room(0, size, src) };
+        self.large.unlink(b);
         if let Some(b) = kept.offer(b, self.large.bytes()) {
             // SAFETY: forwarded from the caller.
             unsafe { self.release_large(b, src) };
