@@ -424,8 +424,11 @@ fn given_back_loop<'m, const N: usize, T: Resets>(
 fn a_loop_whose_blocks_are_all_given_back_before_each_reset_settles_too() {
     // 250 KiB a cycle, all of it rolled back before the reset: more than the 128 KiB of slack a
     // reset allows for roll-backs it does not see. The probe measures such a cycle.
-    given_back_loop::<32, _>(&Meter::default(), Arena::new_in, 1000, 16, false);
-    given_back_loop::<32, _>(&Meter::default(), SyncArena::new_in, 1000, 16, false);
+    // (Under Miri, the same bytes in blocks four times as large, and fewer cycles.)
+    const WORDS: usize = scaled(32, 128);
+    let (blocks, cycles) = (scaled(1000, 250), scaled(16, 8));
+    given_back_loop::<WORDS, _>(&Meter::default(), Arena::new_in, blocks, cycles, false);
+    given_back_loop::<WORDS, _>(&Meter::default(), SyncArena::new_in, blocks, cycles, false);
 }
 
 #[test]
@@ -435,9 +438,9 @@ fn a_list_freed_from_its_newest_node_settles_without_outgrowing_a_chunk() {
     // It renews for the bound (the whole chunk), with a probe that measures the next cycle: no
     // cycle after the first outgrows its chunk, and the peak stays that of the first. (The reset
     // after the measured cycle may renew once more, to the measure.)
-    let nodes = scaled(10_000, 1_200);
-    given_back_loop::<3, _>(&Meter::default(), Arena::new_in, nodes, 12, true);
-    given_back_loop::<3, _>(&Meter::default(), SyncArena::new_in, nodes, 12, true);
+    let (nodes, cycles) = (scaled(10_000, 1_200), scaled(12, 6));
+    given_back_loop::<3, _>(&Meter::default(), Arena::new_in, nodes, cycles, true);
+    given_back_loop::<3, _>(&Meter::default(), SyncArena::new_in, nodes, cycles, true);
 }
 
 #[test]

@@ -20,7 +20,7 @@ use core::ptr::NonNull;
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Global};
 use arena_pool::allocator_api2::boxed::Box;
 use arena_pool::{Pool, PoolStats, SizeClassOptions, SizeClassPool, SyncPool, TypedPool};
-use common::{Tracked, expect_backing_panic};
+use common::{Tracked, all_bytes, expect_backing_panic};
 
 /// Scales a count down under Miri.
 const fn scaled(native: usize, miri: usize) -> usize {
@@ -83,7 +83,7 @@ fn serve_and_free<P: Allocator>(pool: &P, backing: &Tracked, layouts: &[Layout],
     for &(p, layout, len, fill) in &blocks {
         // SAFETY: a live block of `len` bytes, filled above.
         let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), len) };
-        assert!(bytes.iter().all(|&b| b == fill), "a block was overwritten");
+        assert!(all_bytes(bytes, fill), "a block was overwritten");
         // SAFETY: allocated above with `layout`, freed once.
         unsafe { pool.deallocate(p, layout) };
     }

@@ -17,7 +17,7 @@ use std::thread;
 use arena_pool::allocator_api2::alloc::{AllocError, Allocator, Layout};
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::{LocalArena, SyncArena};
-use common::{Tracked, expect_backing_panic, quiet};
+use common::{Tracked, all_bytes, expect_backing_panic, quiet};
 
 /// Scales a count down under Miri, and to a tenth under ThreadSanitizer (`--cfg
 /// arena_pool_tsan`: every memory access is checked there, about 10x slower).
@@ -60,7 +60,7 @@ fn checked_block(arena: &SyncArena<&Tracked>, len: usize, fill: u8) -> NonNull<u
     // SAFETY: a fresh block of `len` bytes.
     let s = unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), len) };
     s.fill(fill);
-    assert!(s.iter().all(|&b| b == fill));
+    assert!(all_bytes(s, fill));
     p
 }
 
@@ -115,7 +115,7 @@ fn large_blocks_on_the_shared_path_from_two_threads() {
                         assert!(v.capacity() >= 2 * LARGE);
                         v.truncate(100);
                         v.shrink_to_fit();
-                        assert!(v.iter().all(|&b| b == fill));
+                        assert!(all_bytes(&v, fill));
                     }
                     kept
                 })
@@ -195,14 +195,14 @@ fn reset_that_unwinds_in_deallocate_leaves_nothing_dangling() {
         // The shape of the reproducer: a slice right after the reset.
         let s = arena.alloc_slice_fill_copy(64, 0xABu8);
         assert!(backing.holds(NonNull::from(&mut *s).cast(), 64));
-        assert!(s.iter().all(|&b| b == 0xAB));
+        assert!(all_bytes(s, 0xAB));
         let blocks: std::vec::Vec<_> = (0..3u8)
             .map(|k| (checked_block(&arena, 3000, k), k))
             .collect();
         for (p, k) in blocks {
             // SAFETY: a live block of 3000 bytes, filled with `k`.
             let s = unsafe { core::slice::from_raw_parts(p.as_ptr(), 3000) };
-            assert!(s.iter().all(|&b| b == k));
+            assert!(all_bytes(s, k));
         }
         assert_counts_match(&arena, &backing);
         // Resets again as usual.
@@ -294,7 +294,7 @@ fn large_block_free_that_unwinds_is_uncounted() {
     for (p, fill) in two.into_iter().zip(1..) {
         // SAFETY: live blocks of `LARGE` bytes.
         let s = unsafe { core::slice::from_raw_parts(p.as_ptr(), LARGE) };
-        assert!(s.iter().all(|&b| b == fill));
+        assert!(all_bytes(s, fill));
     }
     drop(arena);
     assert_eq!(backing.held_blocks(), 0);
@@ -323,7 +323,7 @@ fn local_large_block_free_that_unwinds_and_local_drop() {
     backing.panic_in_dealloc(0);
     drop::<LocalArena<'_, &Tracked>>(local);
     backing.disarm();
-    assert!(kept.iter().all(|&b| b == 6) && small.iter().all(|&b| b == 7));
+    assert!(all_bytes(kept, 6) && all_bytes(small, 7));
     assert_counts_match(&arena, &backing);
     drop(arena);
     assert_eq!(backing.held_blocks(), 0);
@@ -405,7 +405,7 @@ fn trim_that_unwinds_keeps_the_other_spares() {
     assert!(backing.holds(first.0, first.1));
     // SAFETY: the arena's first block, live until reset or drop.
     let first = unsafe { core::slice::from_raw_parts(first.0.as_ptr(), first.1) };
-    assert!(first.iter().all(|&b| b == 9));
+    assert!(all_bytes(first, 9));
     drop(arena);
     assert_eq!(backing.held_blocks(), 0);
 }

@@ -247,3 +247,9 @@ pub fn expect_backing_panic(f: impl FnOnce()) {
         "another panic"
     );
 }
+
+/// Whether every byte of `s` is `byte`. Compared as whole slices (one step under Miri, where a
+/// loop over a block of 64 KiB, a byte at a time, takes seconds).
+pub fn all_bytes(s: &[u8], byte: u8) -> bool {
+    s == vec![byte; s.len()].as_slice()
+}
