@@ -2,13 +2,15 @@
 # Minimises the committed corpora to few files that cover every edge they cover now.
 #
 # libFuzzer's set-cover merge (on edges, without hit counts) keeps the fewest inputs it can find
-# among those it is given. An input here is a sequence of operations, so two inputs joined end to
-# end are an input too, which usually covers most of what both covered (the second one's
-# operations run on the state the first left). The script offers the set cover the corpus itself
-# and bundles of it: the files in a shuffled order, joined by BUNDLE at a time, in ROUNDS
-# different orders. The set cover prefers the bundles (each covers more), and falls back on the
-# single files for what no bundle covers, so the result covers every edge of the corpus (up to
-# the run-to-run noise of a few edges, as each input runs once) in far fewer files.
+# among those it is given. The script offers it the corpus itself and bundles of it: the files in
+# a shuffled order, joined BUNDLE at a time, in ROUNDS different orders. For the targets that
+# take bundles (`arena_ops`, `sync_ops`: src/bundle.rs), the files are joined by its separator,
+# so each runs from a fresh state and a bundle covers what its files cover. The other targets'
+# inputs are sequences of operations joined end to end, which usually cover most of what their
+# parts covered (the second part's operations run on the state the first left). The set cover
+# prefers the bundles (each covers more), and falls back on the single files for what no bundle
+# covers, so the result covers every edge of the corpus (up to the run-to-run noise of a few
+# edges, as each input runs once) in far fewer files.
 #
 # Usage: fuzz/minimise.sh [target...]     (default: every target with a committed corpus)
 # Environment: BUNDLE (default 3), ROUNDS (default 3), SEED (default 1, the shuffle's seed).
@@ -29,6 +31,8 @@ fi
 
 cargo +nightly fuzz build -a
 bin_dir=target/x86_64-unknown-linux-gnu/release
+# `SEPARATOR` of src/bundle.rs, as printf writes it.
+separator='\xfe\xed\xfa\xcebundle\xfe\xed'
 
 # The final coverage of a replay of directory $2 by binary $1.
 cov() {
@@ -38,6 +42,8 @@ cov() {
 
 for t in "${targets[@]}"; do
   bin=$bin_dir/$t
+  joined_by=end-to-end
+  if grep -q 'Bundle<' "fuzz_targets/$t.rs"; then joined_by=separator; fi
   work=$(mktemp -d)
   mkdir "$work/bundles" "$work/min"
   mapfile -t files < <(ls "corpus/$t")
@@ -47,7 +53,13 @@ for t in "${targets[@]}"; do
       sort -n | cut -f 2-)
     for ((i = 0; i < ${#order[@]}; i += bundle)); do
       group=("${order[@]:i:bundle}")
-      (cd "corpus/$t" && cat "${group[@]}") >"$work/bundles/$r-$i"
+      (
+        cd "corpus/$t"
+        for ((k = 0; k < ${#group[@]}; k++)); do
+          ((k == 0)) || [[ $joined_by != separator ]] || printf "$separator"
+          cat "${group[k]}"
+        done
+      ) >"$work/bundles/$r-$i"
     done
   done
   "$bin" -use_counters=0 -set_cover_merge=1 "$work/min" "corpus/$t" "$work/bundles" \

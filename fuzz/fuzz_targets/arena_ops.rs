@@ -42,6 +42,7 @@ use arena_pool::allocator_api2::alloc::{Allocator, Layout};
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::collections::String;
 use arena_pool::{Arena, ArenaRef, BumpAlloc, Checkpoint};
+use arena_pool_fuzz::bundle::Bundle;
 use arena_pool_fuzz::fills::{self, Fill, Item};
 use arena_pool_fuzz::nested::{self, Plan, Reentrant, Settled};
 use arena_pool_fuzz::{
@@ -893,8 +894,17 @@ fn run_top(arena: &mut Arena<&Backing>, ops: &mut Iter<'_, Op>, st: &mut State<'
     st.disarm();
 }
 
-fuzz_target!(|input: Input| {
+// A corpus file may bundle several inputs (see `arena_pool_fuzz::bundle`): each runs on a fresh
+// `Arena`.
+fuzz_target!(|bundle: Bundle<Input>| {
     ignore_injected_panics();
+    for input in bundle.0 {
+        run_input(input);
+    }
+});
+
+/// One input, from a fresh `Arena` to its drop.
+fn run_input(input: Input) {
     let backing = Backing::new();
     let mut arena = match input.capacity {
         Some(c) => Arena::try_with_capacity_in(c as usize, &backing)
@@ -923,4 +933,4 @@ fuzz_target!(|input: Input| {
         backing.write_off_all();
     }
     assert_eq!(backing.live_blocks(), 0, "the arena leaked chunks");
-});
+}

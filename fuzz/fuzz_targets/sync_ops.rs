@@ -43,6 +43,7 @@ use std::slice::Iter;
 
 use arbitrary::Arbitrary;
 use arena_pool::{ArenaStats, LocalArena, SyncArena, SyncPool};
+use arena_pool_fuzz::bundle::Bundle;
 use arena_pool_fuzz::fills::{self, Fill};
 use arena_pool_fuzz::nested::{self, Armed, Plan, Settled};
 use arena_pool_fuzz::pool_checker::{PoolChecker, PoolOp};
@@ -786,8 +787,17 @@ fn run(
     }
 }
 
-fuzz_target!(|input: Input| {
+// A corpus file may bundle several inputs (see `arena_pool_fuzz::bundle`): each runs on a fresh
+// `SyncArena` and `SyncPool`.
+fuzz_target!(|bundle: Bundle<Input>| {
     ignore_injected_panics();
+    for input in bundle.0 {
+        run_input(input);
+    }
+});
+
+/// One input, from a fresh `SyncArena` and `SyncPool` to their drop.
+fn run_input(input: Input) {
     let arena_backing = Backing::new();
     let pool_backing = Backing::new();
 
@@ -832,4 +842,4 @@ fuzz_target!(|input: Input| {
     }
     assert_eq!(arena_backing.live_blocks(), 0, "the arena leaked chunks");
     pool.finish();
-});
+}

@@ -4,12 +4,14 @@
 //! operations checked against it ([`alloc_op`], [`grow_op`], [`shrink_op`], [`dealloc_op`]), the
 //! sizes the fuzzer picks ([`Size`]), [`nested`], the action a re-entrant `Backing` runs,
 //! [`fills`], the typed-API fills whose callbacks place blocks in the arena they fill, and
-//! [`pool_checker`], the slot-pool operations and checks of `pool_ops` and `sync_ops`.
+//! [`pool_checker`], the slot-pool operations and checks of `pool_ops` and `sync_ops`, and
+//! [`bundle`], several inputs joined in one corpus file.
 
 // `cfg(sanitize = "address")`: the blocks whose `deallocate` unwound are poisoned for
 // AddressSanitizer (which `cargo fuzz` builds with by default). The targets build on nightly only.
 #![feature(cfg_sanitize)]
 
+pub mod bundle;
 pub mod fills;
 pub mod nested;
 pub mod pool_checker;
