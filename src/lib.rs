@@ -1,3 +1,18 @@
+// README links to the guide chapters by reference; rustdoc takes the first definition of a
+// reference, so these, before README, send the links to the `guide` module.
+#![cfg_attr(
+    feature = "std",
+    doc = "\
+[guide/collections]: crate::guide::collections
+[guide/memory-and-reset]: crate::guide::memory_and_reset
+[guide/limits-and-statistics]: crate::guide::limits_and_statistics
+[guide/scopes]: crate::guide::scopes
+[guide/threads]: crate::guide::threads
+[guide/pools]: crate::guide::pools
+[guide/performance]: crate::guide::performance
+[guide/memory-and-reset#minimum-alignment]: crate::guide::memory_and_reset#minimum-alignment
+"
+)]
 #![doc = include_str!("../README.md")]
 // The `nightly` feature turns allocator-api2's trait into `core::alloc::Allocator`; the crate,
 // and every crate using it with the std collections, then needs the feature gate. Nightlies from
@@ -18,6 +33,8 @@ mod arena;
 mod bridges;
 pub mod collections;
 mod error;
+#[cfg(feature = "std")]
+pub mod guide;
 mod pool;
 pub mod prelude;
 mod reentry;
