@@ -17,7 +17,7 @@ use arena_pool::allocator_api2::alloc::Layout;
 use arena_pool::allocator_api2::vec::Vec;
 use arena_pool::collections::String;
 use arena_pool::{AllocOrInitError, Arena, ArenaRef, BumpAlloc, LocalArena, SyncArena};
-use common::{Tracked, expect_backing_panic};
+use common::{Tracked, all_bytes, expect_backing_panic};
 
 /// Scales a count down under Miri.
 const fn scaled(native: usize, miri: usize) -> usize {
@@ -37,11 +37,6 @@ where
         p.as_ptr().write_bytes(byte, len);
         core::slice::from_raw_parts_mut(p.as_ptr(), len)
     }
-}
-
-/// Whether every byte of `s` is `byte` (compared at once, see [`bytes`]).
-fn all(s: &[u8], byte: u8) -> bool {
-    s == vec![byte; s.len()].as_slice()
 }
 
 /// Whether two blocks share a byte.
@@ -246,7 +241,7 @@ fn a_nested_scope_never_gives_its_parent_room_over_the_grandparents_blocks() {
         });
         assert!(a.iter().all(|&x| x == 0x55));
     });
-    assert!(all(kept, 0xAA));
+    assert!(all_bytes(kept, 0xAA));
 }
 
 #[test]
@@ -266,7 +261,7 @@ fn a_checkpoint_taken_while_parked_restores_no_room() {
             "a restored checkpoint handed out its parent's bytes"
         );
     });
-    assert!(all(kept, 0xAA));
+    assert!(all_bytes(kept, 0xAA));
 }
 
 /// The same shapes on a chunk that was never probed, and on a full chunk whose last byte a
@@ -289,12 +284,12 @@ fn nested_scopes_on_full_chunks_restore_exactly_their_room() {
                 });
                 let z: &mut [u8] = b.alloc_slice_fill_copy(8, 0xCC);
                 assert!(!overlap(z, x) && !overlap(z, kept));
-                assert!(all(x, 0xEE));
+                assert!(all_bytes(x, 0xEE));
             });
             let w: &mut [u8] = a.alloc_slice_fill_copy(8, 0xBB);
             assert!(!overlap(w, kept));
         });
-        assert!(all(kept, depth as u8));
+        assert!(all_bytes(kept, depth as u8));
     }
 }
 
@@ -328,7 +323,7 @@ fn into_slice_survives_reset_to(arena: &mut ArenaRef<'_>) {
             !overlap(s, t),
             "reset_to handed out the bytes of a slice made before it"
         );
-        assert!(all(s, 7));
+        assert!(all_bytes(s, 7));
     }
     // A string whose buffer became a large block and was then cut short (its room reserved at
     // once: a push of 70 000 bytes copies them one at a time, which under Miri takes minutes).
@@ -392,7 +387,7 @@ fn usable_after(arena: &mut Arena<&Tracked>) {
             arena.allocator().holds(NonNull::from(&**b).cast(), b.len()),
             "a block in memory the backing allocator does not hold"
         );
-        assert!(all(b, i as u8));
+        assert!(all_bytes(b, i as u8));
     }
     for (i, a) in blocks.iter().enumerate() {
         for b in &blocks[i + 1..] {

@@ -19,7 +19,7 @@ pub const SEPARATOR: &[u8] = b"\xfe\xed\xfa\xcebundle\xfe\xed";
 pub struct Bundle<T>(pub Vec<T>);
 
 /// `data` cut at every [`SEPARATOR`].
-pub fn parts(data: &[u8]) -> Vec<&[u8]> {
+fn parts(data: &[u8]) -> Vec<&[u8]> {
     let mut parts = Vec::new();
     let mut rest = data;
     while let Some(at) = rest
