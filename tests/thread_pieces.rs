@@ -145,3 +145,77 @@ fn threads_bump_pieces_of_their_own_and_no_block_overlaps_another() {
     assert!(arena.used_bytes() >= data);
     assert!(arena.used_bytes() <= data + threads * 8 * 1024);
 }
+
+#[test]
+fn a_short_handles_piece_is_cut_from_the_threads_piece_and_its_rest_goes_back_there() {
+    let arena = SyncArena::new();
+    arena.alloc(0u64); // takes the first chunk; the next block cuts the thread's piece
+    let mut end = core::ptr::from_ref(arena.alloc(1u64)).addr() + 8;
+    for job in 0..5u32 {
+        let (x, addr) = {
+            let local = arena.local();
+            let x = &*local.alloc(job);
+            (x, core::ptr::from_ref(x).addr())
+        };
+        if job > 0 {
+            // The handle's piece (a chunk header of at most 32 bytes, then its block) follows
+            // the thread's last block in the thread's piece, not a piece of the chunk's. (The
+            // first job's may not: the thread's first piece is smaller than a handle's.)
+            assert!(
+                addr > end && addr - end <= 15 + 32,
+                "job {job}: {addr:#x} after {end:#x}"
+            );
+        }
+        // The piece's unused end went back to the thread's piece (the first job's, to the
+        // chunk): the next block follows the handle's last one.
+        let next = core::ptr::from_ref(arena.alloc(2u32)).addr();
+        assert_eq!(next, addr + 4, "job {job}");
+        end = next + 4;
+        assert_eq!(*x, job);
+        if job == 0 {
+            // Another thread cuts its piece from the chunk after this thread's: a piece of the
+            // chunk's would come after that one from now on.
+            std::thread::scope(|s| s.spawn(|| *arena.alloc(7u64)).join().unwrap());
+        }
+    }
+}
+
+#[test]
+fn a_handle_moved_to_another_thread_gives_back_nothing_it_does_not_own() {
+    // A handle whose piece was cut from this thread's piece is dropped on another thread: its
+    // rest may go back only where it is the end of what was handed out.
+    let rounds = if cfg!(miri) { 4 } else { 64 };
+    let owner = SyncArena::new();
+    let arena = &owner;
+    let mut kept: std::vec::Vec<(&u64, u64)> = std::vec::Vec::new();
+    for round in 0..rounds as u64 {
+        let local = arena.local();
+        let a = local.alloc(round * 3);
+        kept.push((a, round * 3));
+        let (b, c) = std::thread::scope(|s| {
+            s.spawn(move || {
+                let b = local.alloc(round * 3 + 1);
+                drop(local);
+                // The other thread's own blocks, on the shared path and a new handle.
+                let c = arena.alloc(round * 3 + 2);
+                (b, c)
+            })
+            .join()
+            .unwrap()
+        });
+        kept.push((b, round * 3 + 1));
+        kept.push((c, round * 3 + 2));
+        // This thread goes on where its piece was.
+        let d = arena.alloc(u64::MAX - round);
+        kept.push((d, u64::MAX - round));
+    }
+    let mut addrs: std::vec::Vec<usize> = kept
+        .iter()
+        .map(|(r, _)| core::ptr::from_ref(*r).addr())
+        .collect();
+    for (r, v) in &kept {
+        assert_eq!(**r, *v);
+    }
+    addrs.sort_unstable();
+    assert!(addrs.windows(2).all(|w| w[1] - w[0] >= 8), "blocks overlap");
+}

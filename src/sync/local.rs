@@ -10,6 +10,7 @@ use crate::ArenaRef;
 use crate::arena::{ChunkSource, OnRaw, RawArena};
 use crate::error::Failure;
 use crate::sync::SyncArena;
+use crate::sync::sync_arena::Released;
 
 /// A per-thread handle on a [`SyncArena`], made by [`SyncArena::local`].
 ///
@@ -247,7 +248,9 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
         let (from, to) = self.raw.free_range();
         // The shared arena hands these bytes out without poisoning (ASan builds).
         crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
-        if self.shared.release_bump(from, to) {
+        // Given back to the thread's piece it was cut from, the bytes stay counted as the
+        // chunk's use (as the piece's are): nothing is hidden from the reset.
+        if self.shared.release_handle_rest(from, to) == Released::ToChunk {
             // A roll-back on the shared chunk hides what the handle used above `from` (its own
             // blocks rolled back inside its piece): the shared arena's reset must see it. When
             // the piece hands out nothing, how far it reached is unknown, and it counts in full

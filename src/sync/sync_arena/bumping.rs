@@ -40,8 +40,20 @@ pub(super) enum Request {
 }
 
 /// The largest piece that comes out of a regular chunk of the shared arena (see
-/// [`Request::Piece`]): a handle's first pieces, and those of short-lived handles.
+/// [`Request::Piece`]), cut from the calling thread's piece where it can be: a handle's first
+/// pieces, and those of short-lived handles.
 const SMALL_PIECE: usize = 1024;
+
+/// Where [`SyncArena::release_handle_rest`] gave a dropped handle's unused end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// Not given back: other blocks follow it.
+    Nowhere,
+    /// To the thread's piece it was cut from: the chunk's cursor did not move.
+    ToPiece,
+    /// To the current chunk, whose cursor moved back.
+    ToChunk,
+}
 
 impl<A: Allocator> SyncArena<A> {
     /// Allocates `layout`: bump the thread's piece, or take the cold path.
@@ -83,7 +95,7 @@ impl<A: Allocator> SyncArena<A> {
         // With no chunk yet (a new or emptied arena), the thread has no piece of it and none can
         // be cut: the block takes the first chunk directly, and the next request cuts a piece.
         if PIECES && self.current.get(Ordering::Relaxed).is_some() {
-            if let Some(p) = self.refill_piece(layout) {
+            if let Some(p) = self.refill_piece(layout, 0) {
                 return Ok(p);
             }
             // Placed on the chunk: the thread's piece gives its rest back first when it ends at
@@ -127,9 +139,12 @@ impl<A: Allocator> SyncArena<A> {
     /// directly, which names the failure, if any). The piece lengthens in place when it ends at
     /// the current chunk's cursor (no other thread took memory after it); otherwise it is the
     /// next size cut from the current chunk (or the chunk's rest, if smaller and the request fits
-    /// there), and the rest of the old piece stays unused until the reset.
-    fn refill_piece(&self, layout: Layout) -> Option<NonNull<u8>> {
+    /// there), and the rest of the old piece stays unused until the reset. The new piece is at
+    /// least `floor` bytes (up to the largest piece): a handle's small piece asks for room to be
+    /// cut from the thread's piece again.
+    fn refill_piece(&self, layout: Layout, floor: usize) -> Option<NonNull<u8>> {
         self.pieces.claim(|t| {
+            t.raise_next_size(floor);
             let next = t.next_size();
             if !fits_pieces(layout, next) {
                 return None;
@@ -629,6 +644,39 @@ impl<A: Allocator> SyncArena<A> {
         in_piece.is_some() || self.shrink_last(p, old, new_size)
     }
 
+    /// A [`LocalArena`](crate::LocalArena)'s small piece cut from this thread's piece (one
+    /// taken for it when the piece has no room: a piece twice the handle's at least, see
+    /// [`fits_pieces`]); `None` when none could be taken.
+    #[inline(always)]
+    fn small_piece(&self, layout: Layout) -> Option<NonNull<u8>> {
+        if let Some(p) = self.pieces.piece(|t| t.bump(layout)) {
+            return Some(p);
+        }
+        // No chunk yet: the piece is placed directly, taking the first chunk.
+        self.current.get(Ordering::Relaxed)?;
+        let floor = (layout.size() + layout.align() - 1)
+            .saturating_mul(2)
+            .checked_next_power_of_two()?;
+        self.refill_piece(layout, floor)
+    }
+
+    /// Gives a dropped handle's unused end `[from, to)` back: to this thread's piece when the
+    /// handle's piece was cut from it last (the piece's cursor is `to`), else to the current
+    /// chunk when it ends at the chunk's cursor. Returns where it went.
+    pub(crate) fn release_handle_rest(&self, from: NonNull<u8>, to: NonNull<u8>) -> Released {
+        if from == to {
+            return Released::Nowhere;
+        }
+        let size = to.addr().get() - from.addr().get();
+        if self.release_in_piece(from, size) {
+            Released::ToPiece
+        } else if self.release_bump(from, to) {
+            Released::ToChunk
+        } else {
+            Released::Nowhere
+        }
+    }
+
     /// Gives this thread's unused rest back to the current chunk when the piece ends at the
     /// chunk's cursor; the piece is then empty.
     #[cold]
@@ -685,12 +733,19 @@ impl<A: Allocator> SyncArena<A> {
 /// A [`LocalArena`](crate::LocalArena)'s pieces: blocks of the shared arena, owned by it until
 /// reset or drop.
 impl<A: Allocator> ChunkSource for SyncArena<A> {
-    /// A handle's piece goes on the chunk, as a block placed directly: the calling thread's
-    /// piece gives its rest back first when it ends at the chunk's cursor (see
-    /// `alloc_thread_slow`), so that no rest is left between the two, counted neither as used
-    /// nor as the chunk's room.
+    /// A handle's small piece (a handle's first pieces, and all of a short-lived handle's) is
+    /// cut from the calling thread's piece with plain loads and stores, as a block of the shared
+    /// path is: a handle per job then touches no shared cache line per job. A larger piece goes
+    /// on the chunk, as a block placed directly: the calling thread's piece gives its rest back
+    /// first when it ends at the chunk's cursor (see `alloc_thread_slow`), so that no rest is
+    /// left between the two, counted neither as used nor as the chunk's room.
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
         if PIECES {
+            if layout.size() <= SMALL_PIECE {
+                if let Some(p) = self.small_piece(layout) {
+                    return Ok(NonNull::slice_from_raw_parts(p, layout.size()));
+                }
+            }
             self.return_piece_rest();
         }
         let p = self.alloc_block_as(layout, Request::Piece)?;
@@ -722,10 +777,11 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
         true
     }
 
-    /// A piece that ends at the current chunk's cursor grows as the last block does there.
+    /// A piece that ends at the thread's piece's cursor (a small piece cut from it) or at the
+    /// current chunk's cursor grows as the last block does there.
     unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
         size.checked_add(more)
-            .is_some_and(|longer| self.grow_last(base, size, longer))
+            .is_some_and(|longer| self.grow_last_any(base, size, longer))
     }
 
     /// A handle's large blocks come from the shared arena's backing allocator, counted by the

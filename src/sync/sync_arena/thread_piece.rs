@@ -197,6 +197,14 @@ mod table {
         pub(in crate::sync::sync_arena) fn next_size(&self) -> usize {
             self.next.get()
         }
+
+        /// Makes the next piece at least `floor` bytes, up to the cap.
+        pub(in crate::sync::sync_arena) fn raise_next_size(&self, floor: usize) {
+            let floor = floor.min(super::PIECE_CAP);
+            if self.next.get() < floor {
+                self.next.set(floor);
+            }
+        }
     }
 }
 
@@ -269,6 +277,10 @@ mod table {
         }
 
         pub(in crate::sync::sync_arena) fn next_size(&self) -> usize {
+            match self.0 {}
+        }
+
+        pub(in crate::sync::sync_arena) fn raise_next_size(&self, _floor: usize) {
             match self.0 {}
         }
     }
