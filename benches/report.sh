@@ -376,7 +376,9 @@ each other down. The fastest cell of each row in bold. Timing: ${threads_kind}.
   of a 24-byte \`str\` alternately, through each crate's own typed calls; all threads wait for
   each other at the end of each round, and the allocator is reset between rounds; 20 rounds an
   iteration; an operation is one object. \`arena-pool-LocalArena\`: one \`SyncArena\`, a
-  \`LocalArena\` handle per thread and round; \`arena-pool-SyncArena\`: every thread calls
+  \`LocalArena\` handle per thread and round; \`arena-pool-LocalArena-per-job\`: the same with a
+  handle per job of 10 objects (20 000 jobs per thread and round), made and dropped in the round,
+  as a job queue would; \`arena-pool-SyncArena\`: every thread calls
   \`&SyncArena\` (the shared path); \`blink-alloc\`: one \`SyncBlinkAlloc\`, a \`LocalBlinkAlloc\`
   per thread and round (through blink-alloc's \`Blink\` front end); \`bumpalo-herd\`: one \`Herd\`,
   a member (\`get()\`) per thread and round; \`bumpalo\`: a \`Bump\` per thread, reset by its

@@ -7,7 +7,9 @@
 //!   `u64` and a copy of a 24-byte `str` alternately, through each crate's own typed calls; after
 //!   each round every thread waits for the others and the allocator is reset; [`Sizes::rounds`]
 //!   rounds an iteration. `arena-pool-LocalArena`: one `SyncArena`, a `LocalArena` handle per
-//!   thread and round; `arena-pool-SyncArena`: every thread calls `&SyncArena` itself (its shared
+//!   thread and round; `arena-pool-LocalArena-per-job`: the same with a handle per job of
+//!   [`JOB_OBJECTS`] objects, made and dropped in the round (a job queue's shape);
+//!   `arena-pool-SyncArena`: every thread calls `&SyncArena` itself (its shared
 //!   path); `blink-alloc`: one `SyncBlinkAlloc`, a `LocalBlinkAlloc` per thread and round, driven
 //!   through blink-alloc's `Blink` front end (`put_no_drop`, `copy_str`); `bumpalo-herd`: one
 //!   `Herd`, a member (`get()`) per thread and round; `bumpalo`: a `Bump` per thread, reset by
@@ -88,6 +90,10 @@ const _: () = assert!(TEXT.len() == 24);
 /// The objects of B and C: 64 bytes.
 type Object = Payload<8>;
 const _: () = assert!(size_of::<Object>() == 64);
+
+/// Objects per job of A's `arena-pool-LocalArena-per-job` (a handle per job): 20 000 jobs per
+/// thread and round.
+const JOB_OBJECTS: u64 = 10;
 
 /// Objects per batch in C.
 const BATCH: usize = 64;
@@ -329,6 +335,29 @@ fn scenario_a(r: &mut Runner<'_>, sizes: Sizes, threads: usize, memory: bool) {
                         black_box(local.alloc_str(s));
                     },
                 );
+            },
+            SyncArena::reset,
+        );
+    });
+    r.bench("arena-pool-LocalArena-per-job", &name, ops, |d| {
+        bump_shared(
+            d,
+            threads,
+            sizes,
+            SyncArena::new,
+            |arena| {
+                for _ in 0..n / JOB_OBJECTS {
+                    let local = arena.local();
+                    bump_round(
+                        JOB_OBJECTS,
+                        |v| {
+                            black_box(local.alloc(v));
+                        },
+                        |s| {
+                            black_box(local.alloc_str(s));
+                        },
+                    );
+                }
             },
             SyncArena::reset,
         );

@@ -14,10 +14,12 @@ use crate::sync::sync_arena::Released;
 
 /// A per-thread handle on a [`SyncArena`], made by [`SyncArena::local`].
 ///
-/// It takes pieces of the shared arena (one compare-and-swap each, growing geometrically like an
-/// [`Arena`](crate::Arena)'s chunks, or the rest of the shared chunk when the request fits there)
-/// and bumps inside them with plain loads and stores: the same
-/// fast path as `Arena`. It has the typed API ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s
+/// It takes pieces of the shared arena, growing geometrically like an [`Arena`](crate::Arena)'s
+/// chunks (or the rest of the shared chunk when the request fits there), and bumps inside them
+/// with plain loads and stores: the same fast path as `Arena`. Its first pieces, up to 1 KiB,
+/// are cut from the calling thread's own piece of the shared arena without an atomic operation,
+/// and a dropped handle gives their unused end back there, so a short-lived handle per job costs
+/// no shared cache line; larger pieces take one compare-and-swap each. It has the typed API ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s
 /// statistics and implements [`Allocator`], growing, shrinking and freeing its last block in
 /// place. Its last block grows in place past the end of its piece too, while nothing was placed
 /// after the piece in the shared chunk: the piece lengthens into the shared chunk (one
