@@ -644,20 +644,26 @@ impl<A: Allocator> SyncArena<A> {
         in_piece.is_some() || self.shrink_last(p, old, new_size)
     }
 
-    /// A [`LocalArena`](crate::LocalArena)'s small piece cut from this thread's piece (one
-    /// taken for it when the piece has no room: a piece twice the handle's at least, see
-    /// [`fits_pieces`]); `None` when none could be taken.
-    #[inline(always)]
-    fn small_piece(&self, layout: Layout) -> Option<NonNull<u8>> {
-        if let Some(p) = self.pieces.piece(|t| t.bump(layout)) {
-            return Some(p);
+    /// [`allocate_chunk`](ChunkSource::allocate_chunk) when the thread's piece has no room for
+    /// `layout` (or it is larger than a small piece): a small piece is cut from a new piece of
+    /// the thread's, at least twice its size (see [`fits_pieces`]); any other, or one for which
+    /// no piece could be taken (the arena has no chunk yet), goes on the chunk directly.
+    #[cold]
+    #[inline(never)]
+    fn allocate_piece_slow(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
+        if PIECES {
+            if layout.size() <= SMALL_PIECE && self.current.get(Ordering::Relaxed).is_some() {
+                let floor = (layout.size() + layout.align() - 1)
+                    .saturating_mul(2)
+                    .checked_next_power_of_two();
+                if let Some(p) = floor.and_then(|floor| self.refill_piece(layout, floor)) {
+                    return Ok(NonNull::slice_from_raw_parts(p, layout.size()));
+                }
+            }
+            self.return_piece_rest();
         }
-        // No chunk yet: the piece is placed directly, taking the first chunk.
-        self.current.get(Ordering::Relaxed)?;
-        let floor = (layout.size() + layout.align() - 1)
-            .saturating_mul(2)
-            .checked_next_power_of_two()?;
-        self.refill_piece(layout, floor)
+        let p = self.alloc_block_as(layout, Request::Piece)?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
     /// Gives a dropped handle's unused end `[from, to)` back: to this thread's piece when the
@@ -739,17 +745,15 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
     /// on the chunk, as a block placed directly: the calling thread's piece gives its rest back
     /// first when it ends at the chunk's cursor (see `alloc_thread_slow`), so that no rest is
     /// left between the two, counted neither as used nor as the chunk's room.
+    #[inline(always)]
     fn allocate_chunk(&self, layout: Layout) -> Result<NonNull<[u8]>, Failure> {
-        if PIECES {
-            if layout.size() <= SMALL_PIECE {
-                if let Some(p) = self.small_piece(layout) {
-                    return Ok(NonNull::slice_from_raw_parts(p, layout.size()));
-                }
+        // The thread's piece has room: a short function, without the cold path's frame.
+        if PIECES && layout.size() <= SMALL_PIECE {
+            if let Some(p) = self.pieces.piece(|t| t.bump(layout)) {
+                return Ok(NonNull::slice_from_raw_parts(p, layout.size()));
             }
-            self.return_piece_rest();
         }
-        let p = self.alloc_block_as(layout, Request::Piece)?;
-        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+        self.allocate_piece_slow(layout)
     }
 
     /// The room a piece (`CHUNK_ALIGN`-aligned) has in the current chunk, up to its limit.
