@@ -122,7 +122,7 @@ fn map_of_vecs<A: Allocator + Copy>(a: A) {
 }
 
 #[test]
-fn a_churning_map_of_byte_vectors_holds_at_most_one_and_a_half_times_the_direct_peak() {
+fn a_churning_map_of_byte_vectors_holds_at_most_1_45_times_the_direct_peak() {
     // The same program with every block taken from the meter directly (the map's entries are the
     // same size: both hold a reference to their allocator).
     let direct = Meter::default();
@@ -137,7 +137,7 @@ fn a_churning_map_of_byte_vectors_holds_at_most_one_and_a_half_times_the_direct_
     // headers, and the address map's table. (Under Miri the map is too small for a ratio: each
     // class's first pages and the table outweigh its blocks.)
     assert!(
-        cfg!(miri) || 2 * peak <= 3 * direct_peak,
+        cfg!(miri) || 20 * peak <= 29 * direct_peak,
         "the pool peaked at {peak} B, direct allocation at {direct_peak} B"
     );
     // With every block free, the pool keeps at most its cache of empty pages (four largest

@@ -40,7 +40,11 @@
 //! set spread over many small pages as fast as one over a few large ones. Those blocks count as
 //! in use in their pages until they are handed out again, or put back when the class's last
 //! block is freed or by [`SizeClassPool::trim`]. A class whose population falls below half its
-//! pages frees straight into the pages, so that they can empty.
+//! pages frees straight into the pages, so that they can empty. Before the pool takes new memory
+//! (a class needs a page, and no empty page that fits is held), every class's recent blocks go
+//! back to their pages, and a page that empties so is used instead: the recent lists hold only
+//! blocks that no page, emptied, could give to a class that needs room, so they never raise the
+//! peak by a whole page.
 //!
 //! `deallocate` finds a block's page through an address map keyed by `address / 4 KiB` (a page
 //! registers each 4 KiB granule it touches; pages are aligned to 4 KiB, so no two share one),
@@ -219,13 +223,16 @@ impl<A: Allocator> SizeClassPool<A> {
     /// A pool taking its pages (and large blocks) from `alloc`, with the default options.
     ///
     /// # The backing allocator
-    /// - **`alloc` may panic**: the pool is then as it was before the request (a new page is
-    ///   taken only after the address map has made room for it, so none is lost), and usable.
+    /// - **`alloc` may panic**: the pool is then as it was before the request, but for recently
+    ///   freed blocks put back in their pages (a new page is taken only after the address map has
+    ///   made room for it, so none is lost), and usable.
     /// - **`alloc`'s `deallocate` may panic** (when a page or a large block goes back, in
-    ///   `deallocate`, [`trim`](Self::trim) or the pool's drop): the pool then no longer refers
-    ///   to the block it was giving back, and keeps, usable, the pages it had not given back yet
-    ///   (a drop leaves them, and the address map's table, to `alloc`). Such a `deallocate` must
-    ///   leave its block allocated (it is leaked), as for [`Pool::new_in`](crate::Pool::new_in).
+    ///   `deallocate`, an allocation that puts the classes' recently freed blocks back in their
+    ///   pages before it takes memory, [`trim`](Self::trim) or the pool's drop): the pool then no
+    ///   longer refers to the block it was giving back, and keeps, usable, the pages it had not
+    ///   given back yet (a drop leaves them, and the address map's table, to `alloc`). Such a
+    ///   `deallocate` must leave its block allocated (it is leaked), as for
+    ///   [`Pool::new_in`](crate::Pool::new_in).
     /// - **`alloc` may use this pool**: a nested request that needs a page (for any class) while
     ///   the pool is taking one is refused (`Err(AllocError)`); every other nested call (a free,
     ///   an allocation from a page with room, a large layout, the statistics) is served.

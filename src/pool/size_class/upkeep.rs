@@ -40,8 +40,9 @@ impl<A: Allocator> SizeClassPool<A> {
         Ok(p)
     }
 
-    /// Gives `class` a page with room: a cached empty page (see `take_cached`), or a new one
-    /// sized by the class's population (see the module docs).
+    /// Gives `class` a page with room: a cached empty page (see `take_cached`), one that empties
+    /// when the recent blocks go back (see `reclaim`), or a new one sized by the class's
+    /// population (see the module docs).
     ///
     /// A new page is taken after the address map has made room for it, so that once the page is
     /// taken nothing can fail or call the backing allocator before it is registered. While the
@@ -63,7 +64,10 @@ impl<A: Allocator> SizeClassPool<A> {
         }
         let block = class_size(class);
         let first = state.first_blocks;
-        let page = match self.take_cached(class, state) {
+        let page = match self
+            .take_cached(class, state)
+            .or_else(|| self.reclaim(class, state))
+        {
             Some(page) => page,
             None => {
                 // An eighth of what the class holds, at least the first page's blocks, at most
@@ -134,6 +138,28 @@ impl<A: Allocator> SizeClassPool<A> {
         };
         self.uncache(page);
         Some(page)
+    }
+
+    /// Before the pool takes new memory for `class`: puts every class's recent blocks back in
+    /// their pages, and takes a page that empties so off the cache (see `take_cached`). Recent
+    /// blocks count as in use in their pages, so a page of another class can hold nothing else
+    /// and still not be empty; the pool takes no new memory while such a page, emptied, would
+    /// fit.
+    #[cold]
+    #[inline(never)]
+    fn reclaim(&self, class: usize, state: &ClassState) -> Option<Page> {
+        let mut any = false;
+        for other in &self.classes {
+            if other.recent_count.get() != 0 {
+                self.flush_recent(other);
+                any = true;
+            }
+        }
+        if any {
+            self.take_cached(class, state)
+        } else {
+            None
+        }
     }
 
     /// Takes a page that left the cache of empty pages (a class's spare or the shared list) out
