@@ -80,6 +80,11 @@ pub struct SyncPool<A: Allocator = Global> {
     /// Owned (allocated as a `Box` would be, freed in `Drop` as one); a raw pointer because the
     /// shards' pools point at the backing allocator inside it.
     shared: NonNull<Shared<A>>,
+    /// `shared.shape`, and `shared.registry.key()`: what the cache paths read, kept here so
+    /// that an allocation and a free reach them without going through `shared` (both are
+    /// fixed for the pool's life).
+    shape: SlotShape,
+    key: usize,
 }
 
 struct Shared<A: Allocator> {
@@ -472,6 +477,7 @@ impl<A: Allocator> SyncPool<A> {
             unsafe { alloc::alloc::dealloc(raw.cast(), state) };
             return Err(Layout::new::<cache::Registry>());
         };
+        let key = registry.key();
         // SAFETY: a fresh block for one `Shared`, written whole before any use.
         unsafe {
             shared.as_ptr().write(Shared {
@@ -505,7 +511,7 @@ impl<A: Allocator> SyncPool<A> {
         unsafe {
             (*shared.as_ptr()).shards = slots;
         }
-        Ok(SyncPool { shared })
+        Ok(SyncPool { shared, shape, key })
     }
 
     fn shared(&self) -> &Shared<A> {
@@ -810,7 +816,7 @@ impl<A: Allocator> SyncPool<A> {
     /// Whether `layout` is served from a slot (as `Pool` decides it).
     #[inline(always)]
     fn pooled(&self, layout: Layout) -> bool {
-        self.shared().shape.pooled(layout)
+        self.shape.pooled(layout)
     }
 
     /// Runs `f` on the shard pool that holds `p`, under that shard's lock (the thread's own
@@ -872,24 +878,46 @@ impl<A: Allocator> SyncPool<A> {
         zeroed: bool,
         on_limit: OnLimit,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let s = self.shared();
+        if self.pooled(layout)
+            && let Some(p) = cache::pop(self.key)
+        {
+            return Ok(self.slot_block(p, zeroed));
+        }
+        self.allocate_slow(layout, zeroed, on_limit)
+    }
+
+    /// Slot `p` (ours now) as the block an allocation returns, zeroed if asked.
+    #[inline(always)]
+    fn slot_block(&self, p: NonNull<u8>, zeroed: bool) -> NonNull<[u8]> {
+        if zeroed {
+            // SAFETY: a slot of `shape.size` bytes, ours now, valid for all of them.
+            unsafe { p.write_bytes(0, self.shape.size) };
+        }
+        NonNull::slice_from_raw_parts(p, self.shape.size)
+    }
+
+    /// An allocation the thread's cache did not serve: a layout that does not fit a slot, or a
+    /// slot from the shards. Out of line and cold, with one call site, so that the inlined path
+    /// is the cache's pop alone, laid out straight (a layout that does not fit a slot costs a
+    /// call into the backing allocator anyway).
+    #[cold]
+    #[inline(never)]
+    fn allocate_slow(
+        &self,
+        layout: Layout,
+        zeroed: bool,
+        on_limit: OnLimit,
+    ) -> Result<NonNull<[u8]>, AllocError> {
         if !self.pooled(layout) {
             return self.allocate_other(layout, zeroed, on_limit);
         }
-        let p = match cache::pop(s.registry.key()) {
-            Some(p) => p,
-            None => self.take_slot_slow(on_limit)?,
-        };
-        if zeroed {
-            // SAFETY: a slot of `shape.size` bytes, ours now, valid for all of them.
-            unsafe { p.write_bytes(0, s.shape.size) };
-        }
-        Ok(NonNull::slice_from_raw_parts(p, s.shape.size))
+        let p = self.take_slot_slow(on_limit)?;
+        Ok(self.slot_block(p, zeroed))
     }
 
     /// A layout that does not fit a slot: a dangling block when empty, the backing allocator's
-    /// otherwise. Out of line, so that the slot path stays small enough to inline.
-    #[inline(never)]
+    /// otherwise.
+    #[inline]
     fn allocate_other(
         &self,
         layout: Layout,
@@ -918,17 +946,16 @@ impl<A: Allocator> SyncPool<A> {
     /// The `Allocator::deallocate` contract.
     #[inline(always)]
     pub(crate) unsafe fn deallocate_impl(&self, p: NonNull<u8>, layout: Layout) {
-        let s = self.shared();
         // A pooled layout of the slot's size: the caller's pointer is valid for the whole slot,
         // and may be handed out again as it is.
-        if layout.size() == s.shape.size && self.pooled(layout) {
+        if layout.size() == self.shape.size && self.pooled(layout) {
             // Debug builds: a foreign pointer is caught before it is cached (not under loom,
             // whose models would explore every extra lock taken).
             #[cfg(all(debug_assertions, not(loom)))]
             if self.with_owner(p, |_| ()).is_none() {
                 panic!("arena-pool: SyncPool::deallocate: {p:p} was not allocated by this pool");
             }
-            if !cache::push(s.registry.key(), p) {
+            if !cache::push(self.key, p) {
                 self.cache_slot_slow(p);
             }
             return;

@@ -300,13 +300,10 @@ impl Cache {
     /// Owner: the most recently cached slot, if any.
     #[inline(always)]
     pub(super) fn pop(&self) -> Option<NonNull<u8>> {
-        let n = self.len();
-        if n == 0 {
-            return None;
-        }
-        // SAFETY: entries below `len` hold slots; only the owner changes them now.
-        let p = unsafe { self.slot_ptr(n - 1).read() };
-        self.len.store(n - 1, Ordering::Relaxed);
+        let n = self.len().checked_sub(1)?;
+        // SAFETY: entries below `len` hold slots (`n < len`); only the owner changes them now.
+        let p = unsafe { self.slot_ptr(n).read() };
+        self.len.store(n, Ordering::Relaxed);
         Some(p)
     }
 
