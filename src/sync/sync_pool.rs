@@ -878,10 +878,10 @@ impl<A: Allocator> SyncPool<A> {
         zeroed: bool,
         on_limit: OnLimit,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        if self.pooled(layout)
-            && let Some(p) = cache::pop(self.key)
-        {
-            return Ok(self.slot_block(p, zeroed));
+        if self.pooled(layout) {
+            if let Some(p) = cache::pop(self.key) {
+                return Ok(self.slot_block(p, zeroed));
+            }
         }
         self.allocate_slow(layout, zeroed, on_limit)
     }
