@@ -19,9 +19,9 @@ use crate::sync::sync_arena::Released;
 /// with plain loads and stores: the same fast path as `Arena`. Its first pieces, up to 1 KiB,
 /// are cut from the calling thread's own piece of the shared arena without an atomic operation,
 /// and a dropped handle gives their unused end back there, so a short-lived handle per job costs
-/// no shared cache line; larger pieces take one compare-and-swap each. It has the typed API ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s
-/// statistics and implements [`Allocator`], growing, shrinking and freeing its last block in
-/// place. Its last block grows in place past the end of its piece too, while nothing was placed
+/// no shared cache line; larger pieces take one compare-and-swap each. It has the typed API
+/// ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s statistics and implements [`Allocator`],
+/// growing, shrinking and freeing its last block in place. Its last block grows in place past the end of its piece too, while nothing was placed
 /// after the piece in the shared chunk: the piece lengthens into the shared chunk (one
 /// compare-and-swap), so a growing `Vec` on a handle is not copied at each piece boundary.
 ///

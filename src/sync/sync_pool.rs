@@ -80,10 +80,10 @@ pub struct SyncPool<A: Allocator = Global> {
     /// Owned (allocated as a `Box` would be, freed in `Drop` as one); a raw pointer because the
     /// shards' pools point at the backing allocator inside it.
     shared: NonNull<Shared<A>>,
-    /// `shared.shape`, and `shared.registry.key()`: what the cache paths read, kept here so
-    /// that an allocation and a free reach them without going through `shared` (both are
-    /// fixed for the pool's life).
+    /// The shards' slot shape (every shard's `Pool` is made for `shared.slot_layout`), kept in
+    /// the handle so that an allocation and a free reach it without going through `shared`.
     shape: SlotShape,
+    /// `shared.registry.key()`, kept here for the same reason (fixed for the pool's life).
     key: usize,
 }
 
@@ -94,9 +94,8 @@ struct Shared<A: Allocator> {
     /// `shards.len() - 1` (a power of two minus one).
     mask: usize,
     slot_layout: Layout,
-    /// The shards' slot shape (every shard's `Pool` is made for `slot_layout`).
-    shape: SlotShape,
-    /// A whole slot (`shape`'s size and alignment): how slots move between caches and shards.
+    /// A whole slot (the slot shape's size and alignment): how slots move between caches and
+    /// shards.
     whole_slot: Layout,
     /// The threads' caches of this pool.
     registry: RegistryRef,
@@ -484,7 +483,6 @@ impl<A: Allocator> SyncPool<A> {
                 shards: Vec::new(),
                 mask: n - 1,
                 slot_layout: layout,
-                shape,
                 // A slot's size is a multiple of its alignment, a power of two.
                 whole_slot: Layout::from_size_align(shape.size, shape.align).unwrap_or(layout),
                 registry,
@@ -526,7 +524,7 @@ impl<A: Allocator> SyncPool<A> {
 
     /// The size of each slot (what pooled allocations report).
     pub fn slot_size(&self) -> usize {
-        self.shared().shape.size
+        self.shape.size
     }
 
     /// The number of shards.
@@ -685,7 +683,7 @@ impl<A: Allocator> SyncPool<A> {
     #[inline(never)]
     #[track_caller]
     fn alloc_failed(&self, layout: Layout) -> ! {
-        let shape = self.shared().shape;
+        let shape = self.shape;
         if self.is_strict() && layout.size() != 0 && !shape.pooled(layout) {
             shape.refuse(layout)
         }
@@ -732,8 +730,8 @@ impl<A: Allocator> SyncPool<A> {
     pub fn stats(&self) -> PoolStats {
         let shared = self.shared();
         let mut total = PoolStats {
-            slot_size: shared.shape.size,
-            slot_align: shared.shape.align,
+            slot_size: self.shape.size,
+            slot_align: self.shape.align,
             fallback_blocks: shared.fallback.load(Ordering::Relaxed),
             ..PoolStats::default()
         };
@@ -1128,7 +1126,7 @@ impl<A: Allocator> SyncPool<A> {
             // SAFETY: forwarded from the caller; both layouts fit a slot, so `p` is a live slot
             // of `slot` bytes, and `rederive` gives the owning shard's slab pointer.
             return unsafe {
-                resize_in_place(p, old, new, zeroed, self.shared().shape.size, |p| {
+                resize_in_place(p, old, new, zeroed, self.shape.size, |p| {
                     self.with_owner(p, |pool| pool.rederive(p)).flatten()
                 })
             };
