@@ -18,8 +18,8 @@
 # a time); its memory figures join the memory section like any suite's.
 #
 # Usage:
-#   benches/report.sh                  full run (1 s warm-up, 3 s measurement, 100 samples per
-#                                      benchmark: about 50 minutes)
+#   benches/report.sh                  full run (0.5 s warm-up, 2 s measurement, 50 samples per
+#                                      benchmark: about an hour)
 #   BENCH_QUICK=1 benches/report.sh    short measurement times, a trial of the whole pipeline
 #   BENCH_ONLY=memory benches/report.sh
 #                                      step 3 alone (a few minutes, most of it the build): replaces
@@ -468,10 +468,12 @@ for suite in "${suites[@]}"; do
 done
 
 # ---- 1. timings ----
-# Criterion's default sample count; shorter warm-up and measurement than its defaults (3 s, 5 s)
-# keep the run of 386 benchmarks to about half an hour with 100 samples each.
-criterion_args=(-- --warm-up-time 1 --measurement-time 3 --sample-size 100)
-run_kind=", full run (1 s warm-up, 3 s measurement, 100 samples per benchmark)"
+# Shorter than criterion's defaults (3 s warm-up, 5 s measurement, 100 samples, 100 000
+# bootstrap resamples), so that the whole report of the suites' 386 benchmarks runs in about an
+# hour on two cores: the rows that decide a comparison get the median of three runs (below)
+# rather than one longer run.
+criterion_args=(-- --warm-up-time 0.5 --measurement-time 2 --sample-size 50 --nresamples 20000)
+run_kind=", full run (0.5 s warm-up, 2 s measurement, 50 samples per benchmark)"
 if [[ -n ${BENCH_QUICK:-} ]]; then
   criterion_args=(-- --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
   run_kind=", **quick trial run** (BENCH_QUICK=1: 0.1 s warm-up, 0.3 s measurement, 10 samples; the timings are rough)"
@@ -484,8 +486,9 @@ for suite in "${table_suites[@]}"; do
     >>"$work/criterion.json" || { tail -30 "$work/criterion.log" >&2; exit 1; }
   log "criterion: $suite done"
 done
-# The rows where no arena-pool column is the fastest are timed twice more, each run in processes
-# of its own (one per suite), and each of their cells is the median of the three runs
+# The rows where no arena-pool column is the fastest are timed twice more (their arena-pool cells
+# and the cells faster than those), each run in processes of its own (one per suite), and each of
+# those cells is the median of the three runs
 # (benches/src/bin/timings.rs): a single run's wall-clock time of a row can differ by tens of
 # percent from another's at equal instruction counts.
 timings() {

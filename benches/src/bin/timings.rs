@@ -12,8 +12,10 @@
 //!
 //! - `rows`: every row (a suite and a case) where no crate whose name starts with `P` has the
 //!   lowest typical time, in order of first appearance. A row without such a crate is not listed.
-//! - `filters`: one line per suite with such rows: a regular expression matching the ids of every
-//!   crate of those rows and nothing else, for criterion's `FILTER` argument.
+//! - `filters`: one line per suite with such rows: a regular expression matching, in those rows,
+//!   the ids of the crates that decide them and nothing else, for criterion's `FILTER` argument:
+//!   every crate whose name starts with `P`, and every other crate faster than the fastest of
+//!   those. A crate slower than all of them cannot turn the row, and keeps its one run.
 //! - `median`: FIRST's lines in their order, each `benchmark-complete` message of an id that an
 //!   OTHER file measured too replaced by the message, among those of all the files for that id,
 //!   whose typical time is the median (the slower of the two middle ones for an even number);
@@ -73,7 +75,7 @@ fn run(args: &[String]) -> Result<String, Failure> {
             let rows = rows_to_rerun(&timings, prefix)?;
             Ok(if *command == "rows" {
                 rows.iter()
-                    .map(|(suite, case)| format!("{suite}\t{case}\n"))
+                    .map(|row| format!("{}\t{}\n", row.suite, row.case))
                     .collect()
             } else {
                 filters(&rows)
@@ -135,48 +137,76 @@ fn parse_timings(text: &str) -> Result<Vec<Timing<'_>>, String> {
     Ok(timings)
 }
 
-/// The rows (suite, case) where no crate whose name starts with `prefix` is the fastest, in
-/// order of first appearance; rows without such a crate are left out.
-fn rows_to_rerun(timings: &[Timing<'_>], prefix: &str) -> Result<Vec<(String, String)>, String> {
-    // Per row: the fastest time of all crates, and of the prefixed ones.
+/// A row to time again: its suite and case, and the crates whose timings decide it.
+#[derive(Debug, PartialEq)]
+struct Rerun {
+    suite: String,
+    case: String,
+    crates: Vec<String>,
+}
+
+/// The rows where no crate whose name starts with `prefix` is the fastest, in order of first
+/// appearance (rows without such a crate are left out), each with the prefixed crates and the
+/// crates faster than all of them, in order of appearance.
+fn rows_to_rerun(timings: &[Timing<'_>], prefix: &str) -> Result<Vec<Rerun>, String> {
+    // Per row, in order: each crate and its time.
     let mut order: Vec<(String, String)> = Vec::new();
-    let mut fastest: HashMap<(String, String), (f64, Option<f64>)> = HashMap::new();
+    let mut rows: HashMap<(String, String), Vec<(String, f64)>> = HashMap::new();
     for timing in timings {
         let id = split_id(&timing.id)?;
         let key = (id.suite.to_string(), id.case.to_string());
-        let entry = fastest.entry(key.clone()).or_insert_with(|| {
-            order.push(key);
-            (f64::INFINITY, None)
-        });
-        entry.0 = entry.0.min(timing.nanoseconds);
-        if id.krate.starts_with(prefix) {
-            entry.1 = Some(
-                entry
-                    .1
-                    .map_or(timing.nanoseconds, |t| t.min(timing.nanoseconds)),
-            );
-        }
+        rows.entry(key.clone())
+            .or_insert_with(|| {
+                order.push(key);
+                Vec::new()
+            })
+            .push((id.krate.to_string(), timing.nanoseconds));
     }
-    Ok(order
-        .into_iter()
-        .filter(|key| matches!(fastest[key], (all, Some(ours)) if ours > all))
-        .collect())
+    let mut reruns = Vec::new();
+    for key in order {
+        let crates = &rows[&key];
+        let ours = crates
+            .iter()
+            .filter(|(krate, _)| krate.starts_with(prefix))
+            .map(|&(_, t)| t)
+            .fold(f64::INFINITY, f64::min);
+        let all = crates.iter().map(|&(_, t)| t).fold(f64::INFINITY, f64::min);
+        // A row without a prefixed crate has `ours` infinite; a tie is not a loss.
+        if ours.is_infinite() || ours <= all {
+            continue;
+        }
+        let (suite, case) = key;
+        reruns.push(Rerun {
+            suite,
+            case,
+            crates: crates
+                .iter()
+                .filter(|(krate, t)| krate.starts_with(prefix) || *t < ours)
+                .map(|(krate, _)| krate.clone())
+                .collect(),
+        });
+    }
+    Ok(reruns)
 }
 
-/// Per suite (in order of first appearance), a regular expression that matches the ids of every
-/// crate in the suite's `rows` and no other id.
-fn filters(rows: &[(String, String)]) -> Vec<(String, String)> {
+/// Per suite (in order of first appearance), a regular expression that matches the ids of the
+/// crates listed in the suite's `rows` and no other id.
+fn filters(rows: &[Rerun]) -> Vec<(String, String)> {
     let mut suites: Vec<(String, Vec<String>)> = Vec::new();
-    for (suite, case) in rows {
-        match suites.iter_mut().find(|(s, _)| s == suite) {
-            Some((_, cases)) => cases.push(regex_escape(case)),
-            None => suites.push((suite.clone(), vec![regex_escape(case)])),
+    for row in rows {
+        let ids = row
+            .crates
+            .iter()
+            .map(|krate| format!("{}/{}", regex_escape(krate), regex_escape(&row.case)));
+        match suites.iter_mut().find(|(s, _)| *s == row.suite) {
+            Some((_, alternatives)) => alternatives.extend(ids),
+            None => suites.push((row.suite.clone(), ids.collect())),
         }
     }
     suites
         .into_iter()
-        .map(|(suite, cases)| {
-            let filter = format!("^{}/[^/]+/({})$", regex_escape(&suite), cases.join("|"));
+        .map(|(suite, alternatives)| {
+            let filter = format!("^{}/({})$", regex_escape(&suite), alternatives.join("|"));
             (suite, filter)
         })
         .collect()
@@ -277,9 +307,31 @@ mod tests {
         let timings = parse_timings(&text).unwrap();
         let rows = rows_to_rerun(&timings, "arena-pool").unwrap();
         // b and c have an arena-pool crate first; e has none at all.
+        let row = |suite: &str, case: &str, crates: &[&str]| Rerun {
+            suite: suite.into(),
+            case: case.into(),
+            crates: crates.iter().map(|c| c.to_string()).collect(),
+        };
         assert_eq!(
             rows,
-            [("s".into(), "a".into()), ("t".into(), "d".into())] as [(String, String); 2]
+            [
+                row("s", "a", &["arena-pool", "peer"]),
+                row("t", "d", &["peer", "arena-pool-Sync"])
+            ]
+        );
+        // Only the crates that can decide the row: a peer slower than every arena-pool crate
+        // keeps its one run.
+        let text = output(&[
+            ("s/slow/a", 20.0),
+            ("s/arena-pool/a", 10.0),
+            ("s/arena-pool-Sync/a", 12.0),
+            ("s/fast/a", 9.0),
+            ("s/between/a", 11.0),
+        ]);
+        let rows = rows_to_rerun(&parse_timings(&text).unwrap(), "arena-pool").unwrap();
+        assert_eq!(
+            rows,
+            [row("s", "a", &["arena-pool", "arena-pool-Sync", "fast"])]
         );
         // A tie is not a loss.
         let tie = output(&[("s/arena-pool/a", 2.0), ("s/peer/a", 2.0)]);
@@ -289,19 +341,25 @@ mod tests {
 
     #[test]
     fn filters_match_their_rows_only() {
+        let row = |suite: &str, case: &str, crates: &[&str]| Rerun {
+            suite: suite.into(),
+            case: case.into(),
+            crates: crates.iter().map(|c| c.to_string()).collect(),
+        };
         let rows = [
-            ("s".to_string(), "Vec<u8> push (x 2.5)".to_string()),
-            ("s".to_string(), "a|b".to_string()),
-            ("t".to_string(), "c".to_string()),
+            row("s", "Vec<u8> push (x 2.5)", &["arena-pool", "bump-scope"]),
+            row("s", "a|b", &["arena-pool"]),
+            row("t", "c", &["arena-pool-Pool", "slab"]),
         ];
         assert_eq!(
             filters(&rows),
             [
                 (
                     "s".to_string(),
-                    r"^s/[^/]+/(Vec<u8> push \(x 2\.5\)|a\|b)$".to_string()
+                    r"^s/(arena\-pool/Vec<u8> push \(x 2\.5\)|bump\-scope/Vec<u8> push \(x 2\.5\)|arena\-pool/a\|b)$"
+                        .to_string()
                 ),
-                ("t".to_string(), "^t/[^/]+/(c)$".to_string()),
+                ("t".to_string(), r"^t/(arena\-pool\-Pool/c|slab/c)$".to_string()),
             ]
         );
         assert_eq!(
