@@ -109,6 +109,77 @@ fn size_class_memory_follows_the_live_set_down() {
     assert_eq!(counting.live.get(), 0);
 }
 
+/// The cache of empty pages keeps what recent cycles take out of it, not what the largest cycle
+/// did: a loop whose cycles shrink gives the difference back without `trim`, and a loop that
+/// repeats a cycle keeps what the cycle needs and takes no new memory.
+#[test]
+fn size_class_empty_pages_follow_recent_cycles_down() {
+    // Each cycle allocates `n` blocks of 8 to 512 bytes and frees them all.
+    let cycle = |pool: &SizeClassPool<&Counting>, n: usize, seed: u64| {
+        let mut rng = Lcg(seed);
+        let blocks: Vec<(NonNull<u8>, Layout)> = (0..n)
+            .map(|_| {
+                let l = layout(8 + rng.next() as usize % 505, 8);
+                (pool.allocate(l).unwrap().cast(), l)
+            })
+            .collect();
+        for (p, l) in blocks {
+            // SAFETY: a live block of `pool` with its layout, freed once.
+            unsafe { pool.deallocate(p, l) };
+        }
+    };
+    let (big, small, cycles) = if cfg!(miri) {
+        (200, 20, 40)
+    } else {
+        (700, 70, 40)
+    };
+    let counting = Counting::default();
+    let pool = SizeClassPool::new_in(&counting);
+    // Repeating the big cycle: from the second on, no backing allocation (a page that no cycle
+    // takes out of the cache may go back), and never more held than after the first.
+    cycle(&pool, big, 1);
+    let allocs = counting.allocs.get();
+    let after_big = pool.stats();
+    assert!(after_big.empty_bytes > 0, "{after_big:?}");
+    for _ in 0..if cfg!(miri) { 4 } else { 12 } {
+        cycle(&pool, big, 1);
+        assert_eq!(
+            counting.allocs.get(),
+            allocs,
+            "a repeated cycle took memory"
+        );
+        assert!(pool.stats().bytes_held <= after_big.bytes_held);
+    }
+    // Small cycles from then on: the pages only the big cycle needed go back.
+    let small_need = {
+        let alone = Counting::default();
+        let fresh = SizeClassPool::new_in(&alone);
+        cycle(&fresh, small, 2);
+        alone.peak.get()
+    };
+    for _ in 0..cycles {
+        cycle(&pool, small, 2);
+    }
+    let s = pool.stats();
+    assert_eq!(s.live_blocks(), 0);
+    // About what a fresh pool needs for a small cycle (pages that one cycle empties stay cached
+    // for the next, as they would in the fresh pool).
+    assert!(
+        2 * s.bytes_held <= 3 * small_need,
+        "{} B held after {cycles} small cycles (a small cycle alone peaks at {small_need} B, \
+         the big one held {} B): {s:?}",
+        s.bytes_held,
+        after_big.bytes_held
+    );
+    // A cache bounded by its size alone (four largest pages) kept every page of the big cycle.
+    assert!(
+        2 * s.bytes_held <= after_big.bytes_held,
+        "{} B held, {} B after the big cycle",
+        s.bytes_held,
+        after_big.bytes_held
+    );
+}
+
 /// Pages follow each class's population: a class with one live block holds one small page
 /// (about 1 KiB of blocks, or one block for the largest classes), and under random churn over
 /// sixteen classes each class holds at most 1.125x the bytes of the most blocks it had in use at

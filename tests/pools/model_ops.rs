@@ -342,11 +342,23 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
                     reuse: Option<(usize, usize)>,
                     pending: &mut Vec<(usize, usize)>| {
         let pages_before = pool.route(l).map(|k| pool.class_pages(k));
+        // The page counts of the classes with pending blocks: an allocation that needs new
+        // memory first puts every class's recent blocks back in their pages, and a page that
+        // empties so leaves its class with the blocks pending in it.
+        let pending_pages: Vec<(usize, usize)> = pending
+            .iter()
+            .map(|&(k, _)| (k, pool.class_pages(k)))
+            .collect();
         let r = if zeroed {
             pool.allocate_zeroed(l)
         } else {
             pool.allocate(l)
         };
+        for (k, pages) in pending_pages {
+            if pool.class_pages(k) < pages {
+                pending.retain(|&(kk, _)| kk != k);
+            }
+        }
         let r = r.unwrap_or_else(|_| panic!("allocate({l:?}) failed"));
         *seed = seed.wrapping_add(37);
         let key = pool.route(l);

@@ -25,9 +25,21 @@
 //! before then takes that page back first. A class whose population falls and then churns at
 //! that level so comes down to about 4/3 of the blocks it uses.
 //!
-//! A page that empties goes to a small cache of empty pages (at most `max_empty_pages` largest
-//! pages' worth of bytes), and beyond the cache's limit back to the backing allocator, so the
-//! memory held follows the live set down as well as up. Each class keeps the page it emptied
+//! A page that empties goes to a cache of empty pages, and beyond the cache's cap
+//! (`max_empty_pages` largest pages' worth of bytes) back to the backing allocator. **The cache
+//! keeps what recent use takes out of it**, as an arena's reset keeps what recent cycles needed:
+//! time is counted in pages emptied (a class's only small page, kept in place, counts too), in
+//! windows of twice as many empties as the pool holds pages, and at the end of each window the
+//! cache gives back as many bytes as it never went below during the window: pages that no class
+//! took out of it for a whole window go back without a [`SizeClassPool::trim`] call. A loop
+//! whose cycles fill and empty the pool empties no page more than once a cycle, so a window
+//! spans a whole cycle: a repeated cycle keeps every page it takes back and takes no new memory,
+//! and when the cycles shrink, the pages only the larger ones used go back within two windows.
+//! So the memory held follows the live set down as well as up: the pages in use, the classes'
+//! small pages kept in place, and cached pages that some class took out of the cache in the
+//! last window, at most `max_empty_pages` largest pages. A pool that stops freeing keeps its
+//! cache as it is (the windows count empties, not time), as an arena keeps its chunk after its
+//! last reset; `trim` gives it back. Each class keeps the page it emptied
 //! last as its spare (unless it left that page to empty on purpose); the others go to a shared
 //! list. A class that needs a page takes its spare, else a cached page last formatted for it,
 //! else any cached page that holds one of its blocks, else **another class's spare**, and only
@@ -87,6 +99,10 @@ const DRAIN_SHARE: usize = 4;
 const DRAIN_SCAN: usize = 16;
 /// A class's only page stays formatted in place when it empties if it is at most this large.
 const KEEP_IN_PLACE: usize = 4096;
+/// The cache of empty pages gives back, at the end of each window of page empties, the pages
+/// no class took out of it during the window; a window is twice as many empties as the pool
+/// held pages when it began, at least this many.
+const WINDOW_MIN: usize = 16;
 
 /// Settings of a [`SizeClassPool`].
 ///
@@ -108,9 +124,10 @@ pub struct SizeClassOptions {
     /// range). A class's pages start small (about 1 KiB of blocks) and grow with the class's
     /// population up to this. Default 64 KiB.
     pub page_size: usize,
-    /// Empty pages kept for reuse, counted in largest pages: the cache holds at most
-    /// `max_empty_pages * page_size` bytes of empty pages (of any size), and pages emptied beyond
-    /// that go back to the backing allocator. Default 4.
+    /// The cap on the empty pages kept for reuse, counted in largest pages: the cache holds at
+    /// most `max_empty_pages * page_size` bytes of empty pages (of any size), and pages emptied
+    /// beyond that go back to the backing allocator. Within the cap, pages that no class takes
+    /// out of the cache for a while go back too (see the pool's documentation). Default 4.
     pub max_empty_pages: usize,
 }
 
@@ -188,6 +205,12 @@ pub struct SizeClassPool<A: Allocator = Global> {
     empty_count: Cell<usize>,
     /// Bytes of the cached empty pages.
     empty_bytes: Cell<usize>,
+    /// The fewest bytes the cache held during the current window of page empties: that many
+    /// stayed in it through the window, unused (see `next_window`).
+    cache_low: Cell<usize>,
+    /// Pages emptied in the current window, and the window's length.
+    emptied: Cell<usize>,
+    window: Cell<usize>,
     fallback_blocks: Cell<usize>,
     /// Set while a page is taken from `alloc` (see [`BackingCall`]).
     backing_call: BackingCall,
@@ -252,6 +275,9 @@ impl<A: Allocator> SizeClassPool<A> {
             empty: Cell::new(None),
             empty_count: Cell::new(0),
             empty_bytes: Cell::new(0),
+            cache_low: Cell::new(0),
+            emptied: Cell::new(0),
+            window: Cell::new(WINDOW_MIN),
             fallback_blocks: Cell::new(0),
             backing_call: BackingCall::new(),
             alloc: Limited::new(alloc),

@@ -10,7 +10,7 @@ use allocator_api2::alloc::{AllocError, Allocator};
 use super::class_state::ClassState;
 use super::classes::class_size;
 use super::page::{GRANULE, Page, get, narrow, page_bytes, page_metadata, set};
-use super::{DRAIN_SCAN, KEEP_IN_PLACE, LATER_MIN, SizeClassPool};
+use super::{DRAIN_SCAN, KEEP_IN_PLACE, LATER_MIN, SizeClassPool, WINDOW_MIN};
 
 impl<A: Allocator> SizeClassPool<A> {
     #[inline]
@@ -166,7 +166,9 @@ impl<A: Allocator> SizeClassPool<A> {
     /// of the cache's counts.
     pub(super) fn uncache(&self, page: Page) {
         self.empty_count.set(self.empty_count.get() - 1);
-        self.empty_bytes.set(self.empty_bytes.get() - page.size());
+        let bytes = self.empty_bytes.get() - page.size();
+        self.empty_bytes.set(bytes);
+        self.cache_low.set(self.cache_low.get().min(bytes));
     }
 
     /// A page of `size` bytes aligned to the granule from the backing allocator, registered in
@@ -360,6 +362,9 @@ impl<A: Allocator> SizeClassPool<A> {
                 if !get!(page, in_list) {
                     self.push_front(page, state);
                 }
+                // It counts as emptied: a loop that runs in such pages alone still moves the
+                // windows on, and the cache gives back what the loop does not ask for.
+                self.count_emptied();
                 return;
             }
             self.detach(page, state);
@@ -387,6 +392,9 @@ impl<A: Allocator> SizeClassPool<A> {
                 // draining, and not cached.
                 unsafe { self.release(page) };
             }
+            // Counted once the page is settled: a backing allocator's `deallocate` that
+            // unwinds in `release` leaves the counts as they were.
+            self.count_emptied();
         } else if state.draining.get() == Some(page) {
             // Left to empty: not listed.
         } else {
@@ -403,6 +411,58 @@ impl<A: Allocator> SizeClassPool<A> {
                 self.start_draining(state);
             }
         }
+    }
+
+    /// Counts a page that emptied; the last one of a window starts the next.
+    #[inline]
+    fn count_emptied(&self) {
+        let emptied = self.emptied.get() + 1;
+        if emptied < self.window.get() {
+            self.emptied.set(emptied);
+        } else {
+            self.next_window();
+        }
+    }
+
+    /// Starts a window of page empties (twice as many as the pool holds pages, at least
+    /// [`WINDOW_MIN`]) and gives back the pages of the cache that no class needed during the
+    /// window that ends: as many bytes as the cache never went below, newest pages first, then
+    /// the classes' spares. A loop whose cycles fill and empty the pool needs one cycle's
+    /// empties at most, so each window holds a whole cycle, and the cache keeps what a cycle
+    /// takes out of it.
+    #[cold]
+    #[inline(never)]
+    fn next_window(&self) {
+        self.emptied.set(0);
+        self.window
+            .set(self.pages.get().saturating_mul(2).max(WINDOW_MIN));
+        let unused = self.cache_low.get();
+        let keep = self.empty_bytes.get() - unused;
+        loop {
+            let page = match self.empty.get() {
+                Some(page) => page,
+                None => match self.classes.iter().find_map(|c| c.spare.get()) {
+                    Some(page) => page,
+                    None => break,
+                },
+            };
+            if self.empty_bytes.get() - page.size() < keep {
+                break;
+            }
+            if self.empty.get() == Some(page) {
+                self.empty.set(get!(page, next));
+            } else {
+                for c in &self.classes {
+                    if c.spare.get() == Some(page) {
+                        c.spare.set(None);
+                    }
+                }
+            }
+            self.uncache(page);
+            // SAFETY: a cached page is empty, and now out of the cache and of every list.
+            unsafe { self.release(page) };
+        }
+        self.cache_low.set(self.empty_bytes.get());
     }
 
     /// Takes an empty page out of its class: out of the class's list, and out of its counts.
