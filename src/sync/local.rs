@@ -21,9 +21,10 @@ use crate::sync::sync_arena::Released;
 /// and a dropped handle gives their unused end back there, so a short-lived handle per job costs
 /// no shared cache line; larger pieces take one compare-and-swap each. It has the typed API
 /// ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s statistics and implements [`Allocator`],
-/// growing, shrinking and freeing its last block in place. Its last block grows in place past the end of its piece too, while nothing was placed
-/// after the piece in the shared chunk: the piece lengthens into the shared chunk (one
-/// compare-and-swap), so a growing `Vec` on a handle is not copied at each piece boundary.
+/// growing, shrinking and freeing its last block in place. Its last block grows in place past
+/// the end of its piece too, while nothing was placed after the piece in the shared chunk: the
+/// piece lengthens into the shared chunk (one compare-and-swap), so a growing `Vec` on a handle
+/// is not copied at each piece boundary.
 ///
 /// **Its blocks belong to the `SyncArena`**: the typed helpers return references that live as
 /// long as the `&'a SyncArena` borrow, not just the handle, and dropping the handle frees

@@ -290,6 +290,14 @@ mod tests {
         text
     }
 
+    fn row(suite: &str, case: &str, crates: &[&str]) -> Rerun {
+        Rerun {
+            suite: suite.into(),
+            case: case.into(),
+            crates: crates.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
     #[test]
     fn rows_where_no_prefixed_crate_is_fastest() {
         let text = output(&[
@@ -307,11 +315,6 @@ mod tests {
         let timings = parse_timings(&text).unwrap();
         let rows = rows_to_rerun(&timings, "arena-pool").unwrap();
         // b and c have an arena-pool crate first; e has none at all.
-        let row = |suite: &str, case: &str, crates: &[&str]| Rerun {
-            suite: suite.into(),
-            case: case.into(),
-            crates: crates.iter().map(|c| c.to_string()).collect(),
-        };
         assert_eq!(
             rows,
             [
@@ -341,11 +344,6 @@ mod tests {
 
     #[test]
     fn filters_match_their_rows_only() {
-        let row = |suite: &str, case: &str, crates: &[&str]| Rerun {
-            suite: suite.into(),
-            case: case.into(),
-            crates: crates.iter().map(|c| c.to_string()).collect(),
-        };
         let rows = [
             row("s", "Vec<u8> push (x 2.5)", &["arena-pool", "bump-scope"]),
             row("s", "a|b", &["arena-pool"]),

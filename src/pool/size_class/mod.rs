@@ -208,9 +208,8 @@ pub struct SizeClassPool<A: Allocator = Global> {
     /// The fewest bytes the cache held during the current window of page empties: that many
     /// stayed in it through the window, unused (see `next_window`).
     cache_low: Cell<usize>,
-    /// Pages emptied in the current window, and the window's length.
-    emptied: Cell<usize>,
-    window: Cell<usize>,
+    /// Page empties left before the current window ends.
+    window_left: Cell<usize>,
     fallback_blocks: Cell<usize>,
     /// Set while a page is taken from `alloc` (see [`BackingCall`]).
     backing_call: BackingCall,
@@ -276,8 +275,7 @@ impl<A: Allocator> SizeClassPool<A> {
             empty_count: Cell::new(0),
             empty_bytes: Cell::new(0),
             cache_low: Cell::new(0),
-            emptied: Cell::new(0),
-            window: Cell::new(WINDOW_MIN),
+            window_left: Cell::new(WINDOW_MIN),
             fallback_blocks: Cell::new(0),
             backing_call: BackingCall::new(),
             alloc: Limited::new(alloc),

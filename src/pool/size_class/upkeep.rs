@@ -416,9 +416,9 @@ impl<A: Allocator> SizeClassPool<A> {
     /// Counts a page that emptied; the last one of a window starts the next.
     #[inline]
     fn count_emptied(&self) {
-        let emptied = self.emptied.get() + 1;
-        if emptied < self.window.get() {
-            self.emptied.set(emptied);
+        let left = self.window_left.get() - 1;
+        if left != 0 {
+            self.window_left.set(left);
         } else {
             self.next_window();
         }
@@ -433,30 +433,24 @@ impl<A: Allocator> SizeClassPool<A> {
     #[cold]
     #[inline(never)]
     fn next_window(&self) {
-        self.emptied.set(0);
-        self.window
+        self.window_left
             .set(self.pages.get().saturating_mul(2).max(WINDOW_MIN));
-        let unused = self.cache_low.get();
-        let keep = self.empty_bytes.get() - unused;
+        let keep = self.empty_bytes.get() - self.cache_low.get();
         loop {
-            let page = match self.empty.get() {
-                Some(page) => page,
-                None => match self.classes.iter().find_map(|c| c.spare.get()) {
-                    Some(page) => page,
+            // The shared list's first page, else a class's spare (and that class).
+            let (page, spare_of) = match self.empty.get() {
+                Some(page) => (page, None),
+                None => match self.classes.iter().find_map(|c| Some((c.spare.get()?, c))) {
+                    Some((page, c)) => (page, Some(c)),
                     None => break,
                 },
             };
             if self.empty_bytes.get() - page.size() < keep {
                 break;
             }
-            if self.empty.get() == Some(page) {
-                self.empty.set(get!(page, next));
-            } else {
-                for c in &self.classes {
-                    if c.spare.get() == Some(page) {
-                        c.spare.set(None);
-                    }
-                }
+            match spare_of {
+                Some(c) => c.spare.set(None),
+                None => self.empty.set(get!(page, next)),
             }
             self.uncache(page);
             // SAFETY: a cached page is empty, and now out of the cache and of every list.
