@@ -147,34 +147,29 @@ fn threads_bump_pieces_of_their_own_and_no_block_overlaps_another() {
 }
 
 #[test]
-fn a_short_handles_piece_is_cut_from_the_threads_piece_and_its_rest_goes_back_there() {
+fn a_short_handles_piece_is_lent_from_the_threads_piece_and_its_rest_goes_back_there() {
     let arena = SyncArena::new();
     arena.alloc(0u64); // takes the first chunk; the next block cuts the thread's piece
     let mut end = core::ptr::from_ref(arena.alloc(1u64)).addr() + 8;
     for job in 0..5u32 {
-        let (x, addr) = {
+        let (x, addr, chunks) = {
             let local = arena.local();
             let x = &*local.alloc(job);
-            (x, core::ptr::from_ref(x).addr())
+            (x, core::ptr::from_ref(x).addr(), local.stats().chunks)
         };
-        if job > 0 {
-            // The handle's piece (a chunk header of at most 32 bytes, then its block) follows
-            // the thread's last block in the thread's piece, not a piece of the chunk's. (The
-            // first job's may not: the thread's first piece is smaller than a handle's.)
-            assert!(
-                addr > end && addr - end <= 15 + 32,
-                "job {job}: {addr:#x} after {end:#x}"
-            );
-        }
-        // The piece's unused end went back to the thread's piece (the first job's, to the
-        // chunk): the next block follows the handle's last one.
+        // The handle's piece is the rest of the thread's piece, lent without a chunk header:
+        // its block follows the thread's last block directly.
+        assert_eq!(addr, end, "job {job}");
+        assert_eq!(chunks, 0, "job {job}");
+        // The piece's unused end went back to the thread's piece: the next block follows the
+        // handle's last one.
         let next = core::ptr::from_ref(arena.alloc(2u32)).addr();
         assert_eq!(next, addr + 4, "job {job}");
         end = next + 4;
         assert_eq!(*x, job);
         if job == 0 {
-            // Another thread cuts its piece from the chunk after this thread's: a piece of the
-            // chunk's would come after that one from now on.
+            // Another thread cuts its piece from the chunk after this thread's: the handles
+            // still take theirs from this thread's piece.
             std::thread::scope(|s| s.spawn(|| *arena.alloc(7u64)).join().unwrap());
         }
     }
@@ -218,4 +213,84 @@ fn a_handle_moved_to_another_thread_gives_back_nothing_it_does_not_own() {
     }
     addrs.sort_unstable();
     assert!(addrs.windows(2).all(|w| w[1] - w[0] >= 8), "blocks overlap");
+}
+
+/// The ranges a handle's chunk iteration yields, as byte vectors, newest first.
+fn handle_ranges(local: &arena_pool::LocalArena<'_>) -> std::vec::Vec<std::vec::Vec<u8>> {
+    // SAFETY: the handle does not change while the iterator is alive, and every byte read was
+    // written by the block that holds it.
+    unsafe { local.as_arena_ref().iter_allocated_chunks_raw() }
+        .map(|(p, len)| unsafe { core::slice::from_raw_parts(p, len) }.to_vec())
+        .collect()
+}
+
+#[test]
+fn a_handles_headless_piece_is_counted_iterated_and_left_when_something_follows_it() {
+    let arena = SyncArena::new();
+    arena.alloc(0u8); // takes the first chunk and the thread's piece
+    let local = arena.local();
+    local.alloc_slice_copy(b"head");
+    assert_eq!(local.stats().chunks, 0);
+    assert_eq!(local.used_bytes(), 4);
+    assert!(local.allocated_bytes() >= 4);
+    assert_eq!(handle_ranges(&local), [b"head".to_vec()]);
+    // Another handle takes its piece after this one's: this one's piece cannot lengthen, and a
+    // request it has no room for moves the handle on to a chunk of its own.
+    let other = arena.local();
+    other.alloc(1u8);
+    let big = local.alloc_slice_fill_copy(2000, 7u8);
+    assert!(big.iter().all(|&b| b == 7));
+    assert_eq!(local.stats().chunks, 1);
+    assert_eq!(local.used_bytes(), 2004);
+    // The chunk first (newest), then the headless piece's bytes.
+    assert_eq!(handle_ranges(&local), [vec![7u8; 2000], b"head".to_vec()]);
+}
+
+#[test]
+fn a_vector_leaving_a_handles_headless_piece_is_counted_once() {
+    let arena = SyncArena::new();
+    arena.alloc(0u8);
+    let local = arena.local();
+    let mut v: Vec<u64, _> = Vec::with_capacity_in(4, &local);
+    v.extend(0..4);
+    let other = arena.local();
+    other.alloc(1u8);
+    // The piece cannot lengthen past the other handle's: the vector moves to a chunk, and its
+    // old buffer, the piece's last block, no longer counts.
+    v.extend(4..100);
+    assert!(v.iter().copied().eq(0..100));
+    assert_eq!(local.stats().chunks, 1);
+    assert_eq!(local.used_bytes(), v.capacity() * 8);
+    drop(v);
+    assert_eq!(local.used_bytes(), 0);
+    assert!(handle_ranges(&local).is_empty());
+}
+
+#[test]
+fn a_scope_on_a_handle_leaves_its_headless_piece_and_restores_exactly() {
+    let arena = SyncArena::new();
+    arena.alloc(0u8);
+    let mut local = arena.local();
+    let a = local.alloc(11u64);
+    let used = local.used_bytes();
+    let inner = local.as_arena_ref_mut().with_scope(|s| {
+        let b = s.alloc(22u64);
+        s.alloc_slice_fill_copy(3000, 1u8);
+        *b + s.used_bytes() as u64
+    });
+    assert!(inner > 22 + 3000);
+    assert_eq!(local.used_bytes(), used);
+    assert_eq!(*a, 11);
+    assert_eq!(handle_ranges(&local), [11u64.to_ne_bytes().to_vec()]);
+    // A checkpoint taken before any piece: restoring it frees what the headless piece held.
+    let mut fresh = arena.local();
+    let cp = fresh.as_arena_ref().checkpoint();
+    fresh.alloc_slice_copy(b"scratch");
+    assert_eq!(fresh.used_bytes(), 7);
+    // SAFETY: nothing allocated after the checkpoint is used again.
+    unsafe { fresh.as_arena_ref_mut().reset_to(cp) };
+    assert_eq!(fresh.used_bytes(), 0);
+    assert!(handle_ranges(&fresh).is_empty());
+    fresh.alloc_slice_copy(b"again");
+    assert_eq!(handle_ranges(&fresh), [b"again".to_vec()]);
 }

@@ -33,6 +33,7 @@ use crate::error::Failure;
 use crate::reentry::BackingCall;
 
 mod front;
+mod headless;
 mod large_glue;
 mod recycle;
 mod refill;
@@ -76,6 +77,12 @@ pub(crate) struct RawArena {
     reserved: Cell<usize>,
     /// The probe a reset set on the chunk it kept, for the cycle after it (see `retention`).
     probe: Cell<Option<Probe>>,
+    /// The start of the headless piece while the position is in it, else [`SENTINEL`] (see
+    /// [`headless`](self::headless)).
+    headless: Cell<NonNull<u8>>,
+    /// The start of the headless piece once the position has left it: its bytes in use are
+    /// what `used_before` counts beyond the chunk headers.
+    headless_left: Cell<Option<NonNull<u8>>>,
     // The one-byte fields last, side by side: no padding between fields, so that a new arena's
     // fields are plain stores.
     /// Whether the `Allocator` methods panic at the limit instead of returning `AllocError`
@@ -218,6 +225,23 @@ impl RawArena {
             plan: Cell::new(0),
             reserved: Cell::new(0),
             probe: Cell::new(None),
+            headless: Cell::new(none),
+            headless_left: Cell::new(None),
+        }
+    }
+
+    /// Like [`with_growth_cap`](RawArena::with_growth_cap), its position in `lent`, a range its
+    /// source lent for its headless piece (see `headless`), if any.
+    #[inline(always)]
+    pub(crate) fn with_headless(cap: usize, lent: Option<(NonNull<u8>, NonNull<u8>)>) -> RawArena {
+        let (start, end) = lent.unwrap_or((SENTINEL, SENTINEL));
+        poison(start.as_ptr(), end.as_ptr());
+        RawArena {
+            ptr: Cell::new(start),
+            end: Cell::new(end),
+            headless: Cell::new(start),
+            held: Cell::new(end.addr().get() - start.addr().get()),
+            ..RawArena::with_growth_cap(cap)
         }
     }
 
@@ -381,6 +405,16 @@ impl RawArena {
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `LocalArena`
     pub(crate) fn free_range(&self) -> (NonNull<u8>, NonNull<u8>) {
         (self.ptr.get(), self.end.get())
+    }
+
+    /// The start of what the position bumps in: the current chunk's usable bytes, or the
+    /// headless piece; `None` for an arena with neither.
+    #[inline]
+    pub(crate) fn current_start(&self) -> Option<NonNull<u8>> {
+        match self.chunk.get() {
+            Some(c) => Some(c.start()),
+            None => self.in_headless().then(|| self.headless.get()),
+        }
     }
 
     /// Whether the current chunk hands out nothing now: every block bumped in it (if any) was

@@ -147,10 +147,37 @@ pub(crate) trait ChunkSource {
     ///
     /// # Safety
     /// `base` and `size` are the start and the current length of a chunk block this source
-    /// returned from [`allocate_chunk`](Self::allocate_chunk) (lengthened by earlier calls), and
-    /// the block is still in use by the arena that took it.
+    /// returned from [`allocate_chunk`](Self::allocate_chunk), or of a range it lent from
+    /// [`lend_piece`](Self::lend_piece) (lengthened by earlier calls), and the block is still in
+    /// use by the arena that took it.
     unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
         let _ = (base, size, more);
+        false
+    }
+
+    /// Lends a range of memory the source already holds, with room for `layout` at its start,
+    /// for an arena's headless piece (see `bump::headless`): for a
+    /// [`LocalArena`](crate::LocalArena), the rest of its thread's piece of the shared arena.
+    /// `None` (the default) when the source lends nothing: the arena takes a chunk. Asked only
+    /// of a source that [extends chunks](Self::extends_chunks). The range belongs to the arena
+    /// until it gives its unused end back ([`give_back`](Self::give_back)); its blocks live
+    /// until the source's reset or drop, as a chunk's do.
+    fn lend_piece(&self, layout: Layout) -> Option<(NonNull<u8>, NonNull<u8>)> {
+        let _ = layout;
+        None
+    }
+
+    /// Takes back `[from, to)`, the unused end of a range lent by
+    /// [`lend_piece`](Self::lend_piece), when it can hand those bytes out again (the range is
+    /// still the last thing cut from where it came from). Returns whether it did; otherwise
+    /// the bytes stay unused until the source's reset.
+    ///
+    /// # Safety
+    /// `[from, to)` is the end of a range this source lent (lengthened by
+    /// [`extend_chunk`](Self::extend_chunk)), which no block covers and which the arena does
+    /// not use again.
+    unsafe fn give_back(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
+        let _ = (from, to);
         false
     }
 }

@@ -70,6 +70,9 @@ enum Chunks {
 /// ```
 pub struct ChunkRawIter<'a> {
     chunks: Chunks,
+    /// A `LocalArena`'s headless piece (see `bump::headless`), the oldest of its pieces: yielded
+    /// after the chunks.
+    headless: Option<(NonNull<u8>, usize)>,
     /// The next large block to yield.
     large: Option<Large>,
     _arena: PhantomData<&'a ()>,
@@ -87,6 +90,7 @@ impl<'a> ChunkRawIter<'a> {
         };
         ChunkRawIter {
             chunks,
+            headless: raw.headless_in_use(),
             large: raw.large_list().newest(),
             _arena: PhantomData,
         }
@@ -106,6 +110,7 @@ impl<'a> ChunkRawIter<'a> {
     ) -> ChunkRawIter<'a> {
         ChunkRawIter {
             chunks: Chunks::List { next: first, step },
+            headless: None,
             large: large.newest(),
             _arena: PhantomData,
         }
@@ -153,6 +158,9 @@ impl Iterator for ChunkRawIter<'_> {
                 Some((_, 0)) => continue,
                 Some(range) => break range,
                 None => {
+                    if let Some(range) = self.headless.take() {
+                        break range;
+                    }
                     let b = self.large?;
                     self.large = b.next_older();
                     break (b.data(), b.data_size());
@@ -170,7 +178,8 @@ impl FusedIterator for ChunkRawIter<'_> {}
 
 impl fmt::Debug for ChunkRawIter<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let chunks_done = matches!(self.chunks, Chunks::Done | Chunks::List { next: None, .. });
+        let chunks_done = matches!(self.chunks, Chunks::Done | Chunks::List { next: None, .. })
+            && self.headless.is_none();
         f.debug_struct("ChunkRawIter")
             .field("chunks_done", &chunks_done)
             .field("large_done", &self.large.is_none())

@@ -111,7 +111,7 @@ impl<'a, const MIN_ALIGN: usize> ArenaRef<'a, MIN_ALIGN> {
             }
         }
 
-        let checkpoint = self.raw().enter_scope(MIN_ALIGN);
+        let checkpoint = self.raw().enter_scope(MIN_ALIGN, self.src());
         let restore = Restore {
             arena: self,
             checkpoint,
@@ -146,7 +146,7 @@ impl<'a, const MIN_ALIGN: usize> ArenaRef<'a, MIN_ALIGN> {
     /// assert_eq!(*kept, 1);
     /// ```
     pub fn scope_guard<'p>(&'p mut self) -> ScopeGuard<'p, MIN_ALIGN> {
-        let checkpoint = self.raw().enter_scope(MIN_ALIGN);
+        let checkpoint = self.raw().enter_scope(MIN_ALIGN, self.src());
         // SAFETY: blocks allocated through the guard borrow the guard, so they are gone before
         // its drop restores the position.
         let arena = unsafe { shorten(self) };
@@ -165,7 +165,7 @@ impl<'a, const MIN_ALIGN: usize> ArenaRef<'a, MIN_ALIGN> {
     /// assert_eq!(arena.used_bytes(), 0);
     /// ```
     pub fn checkpoint(&self) -> Checkpoint {
-        Checkpoint(Position::Raw(self.raw().checkpoint()))
+        Checkpoint(Position::Raw(self.raw().checkpoint(self.src())))
     }
 
     /// Returns the position to `checkpoint`, freeing everything allocated after it.

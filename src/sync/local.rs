@@ -93,9 +93,13 @@ unsafe impl<A: Allocator + Sync> Send for LocalArena<'_, A> {}
 const PIECE_CAP: usize = 256 * 1024;
 
 impl<'a, A: Allocator> LocalArena<'a, A> {
+    #[inline]
     pub(crate) fn new(shared: &'a SyncArena<A>) -> LocalArena<'a, A> {
+        // Its first piece, lent now from the thread's piece when it has room: the first
+        // requests are then bumps like any other. Built in one expression, so that the handle
+        // is written where the caller keeps it.
         LocalArena {
-            raw: RawArena::with_growth_cap(PIECE_CAP),
+            raw: RawArena::with_headless(PIECE_CAP, shared.lend_first_piece()),
             shared,
         }
     }
@@ -242,18 +246,26 @@ impl<A: Allocator> ChunkSource for LocalArena<'_, A> {
         // SAFETY: forwarded from the caller.
         unsafe { self.shared.extend_chunk(base, size, more) }
     }
+
+    fn lend_piece(&self, layout: Layout) -> Option<(NonNull<u8>, NonNull<u8>)> {
+        self.shared.lend_piece(layout)
+    }
+
+    unsafe fn give_back(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
+        self.give_back_rest(from, to)
+    }
 }
 
-impl<A: Allocator> Drop for LocalArena<'_, A> {
-    fn drop(&mut self) {
-        // The pieces stay with the shared arena (the blocks in them live on); only the unused end
-        // of the last one goes back, if nothing was taken after it.
-        let (from, to) = self.raw.free_range();
+impl<A: Allocator> LocalArena<'_, A> {
+    /// Gives `[from, to)`, the unused end of the handle's current piece, back to the shared
+    /// arena when nothing was taken after it there; returns whether it did.
+    fn give_back_rest(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
         // The shared arena hands these bytes out without poisoning (ASan builds).
         crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
         // Given back to the thread's piece it was cut from, the bytes stay counted as the
         // chunk's use (as the piece's are): nothing is hidden from the reset.
-        if self.shared.release_handle_rest(from, to) == Released::ToChunk {
+        let released = self.shared.release_handle_rest(from, to);
+        if released == Released::ToChunk {
             // A roll-back on the shared chunk hides what the handle used above `from` (its own
             // blocks rolled back inside its piece): the shared arena's reset must see it. When
             // the piece hands out nothing, how far it reached is unknown, and it counts in full
@@ -268,6 +280,16 @@ impl<A: Allocator> Drop for LocalArena<'_, A> {
                 self.shared.note_rollback(unseen);
             }
         }
+        released != Released::Nowhere
+    }
+}
+
+impl<A: Allocator> Drop for LocalArena<'_, A> {
+    fn drop(&mut self) {
+        // The pieces stay with the shared arena (the blocks in them live on); only the unused end
+        // of the last one goes back, if nothing was taken after it.
+        let (from, to) = self.raw.free_range();
+        self.give_back_rest(from, to);
         // Its large blocks outlive it too: the shared arena frees them on reset or drop.
         self.shared.adopt_large(self.raw.large_list());
     }

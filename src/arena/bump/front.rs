@@ -72,12 +72,12 @@ impl RawArena {
         // The old block is last again before anything else runs.
         self.ptr.set(saved);
         let chunk = self.chunk.get();
-        // What the chunk left behind will have recorded as used if the old block is still its
-        // last one then (a nested request may have bumped after it meanwhile).
+        // What the chunk (or the headless piece) left behind will have recorded as used if the
+        // old block is still its last one then (a nested request may have bumped after it
+        // meanwhile).
         let used_with_block = self
-            .chunk
-            .get()
-            .map(|c| self.used_before.get() + (saved.addr().get() - c.start().addr().get()));
+            .current_start()
+            .map(|s| self.used_before.get() + (saved.addr().get() - s.addr().get()));
         // The chunk bytes in use before the block.
         let before = used_with_block.map_or(0, |u| u - (saved.addr().get() - start.addr().get()));
         let q = self.alloc_slow(new, keep < new.size(), src)?;
@@ -98,7 +98,8 @@ impl RawArena {
             self.ptr.set(start);
         } else if used_with_block == Some(self.used_before.get()) {
             // The chunk was left with the old block last: it no longer counts as used, in the
-            // total or in the chunk's header.
+            // total or in the chunk's header (a headless piece has none: its count is what
+            // `used_before` holds beyond the headers).
             let size = saved.addr().get() - start.addr().get();
             self.used_before.set(self.used_before.get() - size);
             // (The request moved on to another chunk: in the same one, `ptr` would be `saved`.)
@@ -110,24 +111,32 @@ impl RawArena {
         Ok(q)
     }
 
-    /// Lengthens the current chunk in place when its source hands it the bytes after it
-    /// ([`ChunkSource::extend_chunk`]: a `LocalArena`'s piece that ends at the shared cursor),
+    /// Lengthens the current chunk (or the headless piece) in place when its source hands it
+    /// the bytes after it ([`ChunkSource::extend_chunk`]: a `LocalArena`'s piece that ends at
+    /// the shared cursor or at its thread's piece's),
     /// by its own size (up to the growth cap) or else by what `layout` lacks at the position
     /// (rounded to [`CHUNK_ALIGN`]), then bumps `layout`. `None`, with nothing changed,
     /// otherwise: no chunk, a probe or a scope holding the end, the limit, or a source that
     /// does not extend.
     #[cold]
     #[inline(never)]
-    fn lengthen_for<S: ChunkSource + ?Sized>(
+    pub(super) fn lengthen_for<S: ChunkSource + ?Sized>(
         &self,
         layout: Layout,
         src: &S,
     ) -> Option<NonNull<u8>> {
-        let c = self.chunk.get()?;
         let end = self.end.get();
-        if end != c.end() {
-            return None;
-        }
+        // The block the position is in, as the source handed it out: the current chunk (whose
+        // end no probe or scope holds), or the headless piece.
+        let (chunk, base, size) = match self.chunk.get() {
+            Some(c) if end == c.end() => (Some(c), c.0.cast(), c.size()),
+            Some(_) => return None,
+            None if self.in_headless() => {
+                let base = self.headless.get();
+                (None, base, end.addr().get() - base.addr().get())
+            }
+            None => return None,
+        };
         let wanted = self
             .ptr
             .get()
@@ -142,12 +151,12 @@ impl RawArena {
         // to the growth cap) when the source has that much, else it takes what the source has
         // (so that a block growing by small steps takes this path once per lengthening, not
         // once per step), else what is needed.
-        let ample = needed.max(c.size().min(self.growth_cap) & !(CHUNK_ALIGN - 1));
+        let ample = needed.max(size.min(self.growth_cap) & !(CHUNK_ALIGN - 1));
         let extended = |more: usize| {
             self.check_limit(more, src).is_ok()
-                // SAFETY: `c` is a chunk of this arena, taken from `src` (the arena's only
-                // source), and `c.size()` is its block's current length.
-                && unsafe { src.extend_chunk(c.0.cast(), c.size(), more) }
+                // SAFETY: `[base, base + size)` is the current chunk's block or the headless
+                // piece, taken from `src` (the arena's only source), at its current length.
+                && unsafe { src.extend_chunk(base, size, more) }
         };
         let more = if extended(ample) {
             ample
@@ -161,11 +170,19 @@ impl RawArena {
                 return None;
             }
         };
-        // SAFETY: the source handed the `more` bytes after the block to it.
-        unsafe { c.lengthen(more) };
+        let new_end = match chunk {
+            Some(c) => {
+                // SAFETY: the source handed the `more` bytes after the block to it.
+                unsafe { c.lengthen(more) };
+                c.end()
+            }
+            // SAFETY: the source handed the `more` bytes after the piece to it: `end + more` is
+            // in the same block of the source's.
+            None => unsafe { end.add(more) },
+        };
         self.held.set(self.held.get() + more);
-        self.end.set(c.end());
-        poison(end.as_ptr(), c.end().as_ptr());
+        self.end.set(new_end);
+        poison(end.as_ptr(), new_end.as_ptr());
         self.bump(layout)
     }
 }

@@ -12,8 +12,10 @@ use crate::arena::poison::{poison, unpoison};
 use crate::arena::retention::{Cycle, Decision, Plan, decide, plan_for};
 
 impl RawArena {
-    /// The current position.
-    pub(crate) fn checkpoint(&self) -> RawCheckpoint {
+    /// The current position. A position in the headless piece leaves it first (see
+    /// `headless`): the checkpoint is then that of an arena with no chunk.
+    pub(crate) fn checkpoint<S: ChunkSource + ?Sized>(&self, src: &S) -> RawCheckpoint {
+        self.leave_headless(src);
         let end = self.end.get();
         let room = match self.chunk.get() {
             Some(c) if end == c.end() => Room::Chunk,
@@ -45,9 +47,13 @@ impl RawArena {
     /// taken while parked restores exactly that (no room), and a probe on the chunk is moved to
     /// its end first (the chunk is full: the cycle reached it), so that no probe can hold the
     /// parked end and hand out the room above it. Restoring the checkpoint undoes either step.
-    pub(crate) fn enter_scope(&self, step: usize) -> RawCheckpoint {
+    pub(crate) fn enter_scope<S: ChunkSource + ?Sized>(
+        &self,
+        step: usize,
+        src: &S,
+    ) -> RawCheckpoint {
         debug_assert!(step.is_power_of_two() && step <= CHUNK_ALIGN);
-        let cp = self.checkpoint();
+        let cp = self.checkpoint(src);
         if let Some(c) = cp.chunk {
             if cp.end.addr().get() - cp.ptr.addr().get() >= step {
                 // SAFETY: `ptr + step <= end`, so `step` bytes further is still inside the chunk.
@@ -89,11 +95,18 @@ impl RawArena {
         unsafe { self.release_large_since(cp.large, src) };
         // Everything after `cp` is free again: the rest of its chunk and every later chunk.
         let Some(c) = cp.chunk else {
-            // Taken before the first chunk: "nothing used" is the start of the first chunk, if
-            // one was taken since (the others follow it in the ring, as spares).
-            if let Some(head) = self.head.get() {
+            // Taken before the first chunk (and outside the headless piece, see `checkpoint`):
+            // what was used then is what `used_before` counted (the headless piece's bytes, if
+            // the position had left it), and the position goes back to the start of the first
+            // piece taken since: the headless piece it is in, or the first chunk (the others
+            // follow it in the ring, as spares).
+            self.used_before.set(cp.used_before);
+            if self.in_headless() {
+                let start = self.headless.get();
+                poison(start.as_ptr(), self.ptr.get().as_ptr());
+                self.ptr.set(start);
+            } else if let Some(head) = self.head.get() {
                 self.poison_ring(head);
-                self.used_before.set(0);
                 self.set_current(head);
             }
             return;
@@ -286,7 +299,12 @@ impl RawArena {
             Some(c) => {
                 self.used_before.get() + (self.ptr.get().addr().get() - c.start().addr().get())
             }
-            None => 0,
+            // The headless piece, or none (`ptr` and `headless` both the sentinel): what its
+            // position reached, beyond what `used_before` counts.
+            None => {
+                self.used_before.get()
+                    + (self.ptr.get().addr().get() - self.headless.get().addr().get())
+            }
         }
     }
 

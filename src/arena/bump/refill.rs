@@ -85,6 +85,13 @@ impl RawArena {
         if self.backing_call.in_progress() {
             return Err(Failure::Reentered);
         }
+        // A handle's headless piece, new or lengthened (see `headless`). Asked of a source that
+        // extends chunks only, so that an arena over a backing allocator has no call here.
+        if self.chunk.get().is_none() && src.extends_chunks() && layout.size() < LARGE_THRESHOLD {
+            if let Some(p) = self.alloc_headless(layout, src) {
+                return Ok(p);
+            }
+        }
         // A small dispatcher, so that the first allocation of an arena does not pay for the
         // general path's stack frame (a layout the first chunk holds is never large).
         if self.chunk.get().is_none() && self.first_chunk_holds(layout) {

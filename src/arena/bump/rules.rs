@@ -149,16 +149,16 @@ impl RawArena {
     #[inline]
     pub(crate) unsafe fn rewind(&self, start: NonNull<u8>, mark: usize, align: usize) {
         let ptr = self.ptr.get();
-        let Some(c) = self.chunk.get() else {
+        let Some(first) = self.current_start() else {
             return;
         };
         let start = start.addr().get();
         if ptr.addr().get() == start
-            && mark >= c.start().addr().get()
+            && mark >= first.addr().get()
             && mark <= start
             && start - mark < align
         {
-            // `mark` lies in the current chunk at or before `ptr`, so it is non-null; our own
+            // `mark` lies in the current chunk (or headless piece) at or before `ptr`, so it is non-null; our own
             // pointer carries the chunk's provenance.
             if let Some(m) = core::num::NonZero::new(mark) {
                 self.ptr.set(ptr.with_addr(m));

@@ -44,6 +44,21 @@ pub(super) enum Request {
 /// pieces, and those of short-lived handles.
 const SMALL_PIECE: usize = 1024;
 
+/// The bytes of its thread's piece a handle's headless piece takes at first (see
+/// [`SyncArena::lend_piece`]): what a short job needs, so that a handle per job makes no cold
+/// call; a handle that needs more lengthens the piece in place, doubling it.
+const LENT_PIECE: usize = 256;
+
+/// Lends `[p, p + size)` of the thread's piece `t` (or up to its limit, if nearer), where `p` is
+/// at or after the piece's cursor: the piece's cursor moves to the range's end.
+fn lend_from(t: &Piece, p: NonNull<u8>, size: usize) -> Option<(NonNull<u8>, NonNull<u8>)> {
+    let (_, limit) = t.range();
+    let end = limit.min(p.addr().get().saturating_add(size));
+    t.set_cursor(end);
+    let (cursor, _) = t.rest();
+    Some((p, cursor))
+}
+
 /// Where [`SyncArena::release_handle_rest`] gave a dropped handle's unused end.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Released {
@@ -664,6 +679,52 @@ impl<A: Allocator> SyncArena<A> {
         }
         let p = self.alloc_block_as(layout, Request::Piece)?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    /// Lends a handle its headless piece ([`ChunkSource::lend_piece`]): [`LENT_PIECE`] bytes
+    /// of the calling thread's piece (or all it has left, or `layout`'s block if that is
+    /// larger) from `layout`'s block on; when the thread's piece has no room for `layout`, of a
+    /// new piece of the thread's (taken as [`allocate_piece_slow`](Self::allocate_piece_slow)
+    /// takes one). The range is the last thing cut from the thread's piece: the handle's last
+    /// block lengthens it in place (see `grow_last_any`), and the handle gives its unused end
+    /// back (see [`release_handle_rest`](Self::release_handle_rest)) while nothing was cut
+    /// after it, so that the next handle on the thread starts where this one's blocks end.
+    /// `None` for a layout larger than a small piece, in a build without pieces, or before the
+    /// arena has a chunk: the handle then takes a chunk of its own.
+    pub(crate) fn lend_piece(&self, layout: Layout) -> Option<(NonNull<u8>, NonNull<u8>)> {
+        if !PIECES || layout.size() > SMALL_PIECE {
+            return None;
+        }
+        let lend = |t: &Piece, p: NonNull<u8>| lend_from(t, p, layout.size().max(LENT_PIECE));
+        if let Some(range) = self.pieces.piece(|t| lend(t, t.bump(layout)?)) {
+            return Some(range);
+        }
+        // A piece is cut from the current chunk only.
+        self.current.get(Ordering::Relaxed)?;
+        let floor = (layout.size() + layout.align() - 1)
+            .saturating_mul(2)
+            .checked_next_power_of_two()?;
+        let p = self.refill_piece(layout, floor)?;
+        self.pieces.piece(|t| lend(t, p))
+    }
+
+    /// Lends a new handle its headless piece before its first request: [`LENT_PIECE`] bytes of
+    /// the calling thread's piece, when it has that many left (see
+    /// [`lend_piece`](Self::lend_piece)); `None` otherwise, and the handle's first request
+    /// asks [`lend_piece`](Self::lend_piece) then. A handle per job then places its first
+    /// blocks on the fast path, as a handle per thread does.
+    #[inline]
+    pub(crate) fn lend_first_piece(&self) -> Option<(NonNull<u8>, NonNull<u8>)> {
+        if !PIECES {
+            return None;
+        }
+        self.pieces.piece(|t| {
+            let (from, to) = t.rest();
+            if to.addr().get() - from.addr().get() < LENT_PIECE {
+                return None;
+            }
+            lend_from(t, from, LENT_PIECE)
+        })
     }
 
     /// Gives a dropped handle's unused end `[from, to)` back: to this thread's piece when the
