@@ -1016,12 +1016,12 @@ fn a_handle_per_job_takes_its_piece_from_the_shared_chunk() {
         .collect();
     assert!(kept.iter().enumerate().all(|(i, &&x)| x as usize == i));
     // The blocks lie side by side, with no header between two jobs' blocks, except where the
-    // thread took its next piece.
+    // thread's piece had too little left for a handle's and it took its next piece.
     let gaps = kept
         .windows(2)
         .filter(|w| core::ptr::from_ref(w[1]).addr() != core::ptr::from_ref(w[0]).addr() + 4)
         .count();
-    assert!(gaps <= 8, "{gaps} gaps between {jobs} jobs' blocks");
+    assert!(gaps <= 16, "{gaps} gaps between {jobs} jobs' blocks");
     assert!(
         meter.calls() <= 16,
         "{} backing calls for {jobs} handles",

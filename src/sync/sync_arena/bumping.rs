@@ -682,10 +682,9 @@ impl<A: Allocator> SyncArena<A> {
     }
 
     /// Lends a handle its headless piece ([`ChunkSource::lend_piece`]): [`LENT_PIECE`] bytes
-    /// of the calling thread's piece (or all it has left, or `layout`'s block if that is
-    /// larger) from `layout`'s block on; when the thread's piece has no room for `layout`, of a
-    /// new piece of the thread's (taken as [`allocate_piece_slow`](Self::allocate_piece_slow)
-    /// takes one). The range is the last thing cut from the thread's piece: the handle's last
+    /// (or `layout`'s block if that is larger) of the calling thread's piece, from `layout`'s
+    /// block on; when the thread's piece has not that much left, of a new piece of the
+    /// thread's (taken as [`allocate_piece_slow`](Self::allocate_piece_slow) takes one). The range is the last thing cut from the thread's piece: the handle's last
     /// block lengthens it in place (see `grow_last_any`), and the handle gives its unused end
     /// back (see [`release_handle_rest`](Self::release_handle_rest)) while nothing was cut
     /// after it, so that the next handle on the thread starts where this one's blocks end.
@@ -695,17 +694,41 @@ impl<A: Allocator> SyncArena<A> {
         if !PIECES || layout.size() > SMALL_PIECE {
             return None;
         }
-        let lend = |t: &Piece, p: NonNull<u8>| lend_from(t, p, layout.size().max(LENT_PIECE));
-        if let Some(range) = self.pieces.piece(|t| lend(t, t.bump(layout)?)) {
+        let size = layout.size().max(LENT_PIECE);
+        // The worst padding in front of the block, and the range after it.
+        let room = size + layout.align() - 1;
+        let lend = |t: &Piece| {
+            let (cursor, limit) = t.range();
+            if limit - cursor < room {
+                return None;
+            }
+            lend_from(t, t.bump(layout)?, size)
+        };
+        if let Some(range) = self.pieces.piece(lend) {
             return Some(range);
         }
-        // A piece is cut from the current chunk only.
+        // A new piece (or the thread's lengthened), with room for the whole range: a range cut
+        // short would have to lengthen for the handle's next requests, which fails as soon as
+        // another thread has taken a piece after it. A piece is cut from the current chunk
+        // only.
         self.current.get(Ordering::Relaxed)?;
-        let floor = (layout.size() + layout.align() - 1)
-            .saturating_mul(2)
-            .checked_next_power_of_two()?;
-        let p = self.refill_piece(layout, floor)?;
-        self.pieces.piece(|t| lend(t, p))
+        let floor = room.saturating_mul(2).checked_next_power_of_two()?;
+        let piece = Layout::from_size_align(room, 1).ok()?;
+        if let Some(p) = self.refill_piece(piece, floor) {
+            return self.pieces.piece(|t| {
+                // `room` bytes were bumped from `p`, the new piece's cursor: back there, the
+                // range is lent from them.
+                t.set_cursor(p.addr().get());
+                lend(t)
+            });
+        }
+        // The current chunk has no room for a piece: the range is placed on the chunk directly
+        // (taking the next chunk), as `allocate_piece_slow` places a piece, after the thread's
+        // piece gave its rest back. It lengthens and goes back on the chunk then.
+        self.return_piece_rest();
+        let p = self.alloc_block_as(piece, Request::Piece).ok()?;
+        // SAFETY: `[p, p + room)` is the block just placed.
+        Some((p, unsafe { p.add(room) }))
     }
 
     /// Lends a new handle its headless piece before its first request: [`LENT_PIECE`] bytes of
