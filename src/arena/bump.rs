@@ -2,8 +2,9 @@
 //! rules for growing, shrinking and freeing the last block.
 //!
 //! Invariants (docs/DESIGN.md §3):
-//! - `ptr <= end`, both inside the current chunk's usable bytes (or both the dangling sentinel when
-//!   there is no chunk), and both carry the provenance of the chunk's block. `end` is the chunk's
+//! - `ptr <= end`, both inside the current chunk's usable bytes (or inside a `LocalArena`'s
+//!   headless piece, see [`headless`], or both the dangling sentinel when there is neither), and
+//!   both carry the provenance of the chunk's block. `end` is the chunk's
 //!   own end, or below it: at a reset's probe (see `retention`), which only slow paths move, or at
 //!   the chunk's start while a scope has parked there (see [`RawArena::enter_scope`]).
 //! - No block of an enclosing scope ends at `ptr` while a child scope is active: entering a scope
@@ -19,6 +20,8 @@
 //!   current chunk 0, or its fill while a scope has parked there. A chunk's bytes in use are
 //!   then its header's count plus, for the current chunk, `ptr - start`. Only slow paths write
 //!   the count (leaving or entering a chunk, a restore, a block moved out of a chunk just left).
+//!   A headless piece the position has left adds one term: its bytes in use are what
+//!   `used_before` counts beyond the headers (see [`headless`]).
 
 use core::alloc::Layout;
 use core::cell::Cell;

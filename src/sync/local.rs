@@ -16,9 +16,10 @@ use crate::sync::sync_arena::Released;
 ///
 /// It takes pieces of the shared arena, growing geometrically like an [`Arena`](crate::Arena)'s
 /// chunks (or the rest of the shared chunk when the request fits there), and bumps inside them
-/// with plain loads and stores: the same fast path as `Arena`. Its first pieces, up to 1 KiB,
-/// are cut from the calling thread's own piece of the shared arena without an atomic operation,
-/// and a dropped handle gives their unused end back there, so a short-lived handle per job costs
+/// with plain loads and stores: the same fast path as `Arena`. Its first piece is lent when it
+/// is made, from the calling thread's own piece of the shared arena, without a chunk header or
+/// an atomic operation; its next pieces, up to 1 KiB, are cut there too. A dropped handle gives
+/// its unused end back there, so a short-lived handle per job costs its blocks and no more, and
 /// no shared cache line; larger pieces take one compare-and-swap each. It has the typed API
 /// ([`BumpAlloc`](crate::BumpAlloc)) and `Arena`'s statistics and implements [`Allocator`],
 /// growing, shrinking and freeing its last block in place. Its last block grows in place past

@@ -1,4 +1,4 @@
-//! The headless piece (docs/DESIGN.md §4.2): a `LocalArena`'s first piece, a range of its
+//! The headless piece (docs/DESIGN.md §6.2): a `LocalArena`'s first piece, a range of its
 //! thread's piece of the shared arena lent without a chunk header.
 //!
 //! A handle that lives for one short job needs a few hundred bytes. A chunk of its own would

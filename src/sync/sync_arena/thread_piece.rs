@@ -49,12 +49,29 @@ mod table {
 
     /// Names an arena's current state for the threads' pieces (see the module's documentation).
     /// Read by any thread through `&SyncArena`, written only through `&mut SyncArena`.
-    pub(in crate::sync::sync_arena) struct PieceKey(u64);
+    pub(in crate::sync::sync_arena) struct PieceKey {
+        key: u64,
+        /// The byte offset of the key's entry in a thread's table: worked out once, so that
+        /// finding the entry is one load and an add.
+        offset: usize,
+    }
 
     impl PieceKey {
         pub(in crate::sync::sync_arena) fn new() -> PieceKey {
             // Relaxed: only uniqueness matters, which the read-modify-write gives.
-            PieceKey(NEXT_KEY.fetch_add(1, Ordering::Relaxed))
+            let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+            PieceKey {
+                key,
+                offset: (key as usize & (ENTRIES - 1)) * size_of::<Piece>(),
+            }
+        }
+
+        /// The key's entry in a thread's table.
+        #[inline(always)]
+        fn entry(&self, table: &[Piece; ENTRIES]) -> &Piece {
+            // SAFETY: `offset` is the offset of the entry of index `key mod ENTRIES` (see `new`),
+            // inside the array and aligned as its elements are.
+            unsafe { &*table.as_ptr().byte_add(self.offset) }
         }
 
         /// A key no piece has yet: every thread's piece of the arena is forgotten.
@@ -68,10 +85,9 @@ mod table {
             &self,
             f: impl FnOnce(&Piece) -> Option<R>,
         ) -> Option<R> {
-            let key = self.0;
             ENTRIES_OF_THREAD.with(|t| {
-                let e = &t[key as usize & (ENTRIES - 1)];
-                if e.key.get() == key { f(e) } else { None }
+                let e = self.entry(t);
+                if e.key.get() == self.key { f(e) } else { None }
             })
         }
 
@@ -81,9 +97,9 @@ mod table {
             &self,
             f: impl FnOnce(&Piece) -> Option<R>,
         ) -> Option<R> {
-            let key = self.0;
+            let key = self.key;
             ENTRIES_OF_THREAD.with(|t| {
-                let e = &t[key as usize & (ENTRIES - 1)];
+                let e = self.entry(t);
                 if e.key.get() != key {
                     e.key.set(key);
                     e.empty();
@@ -131,18 +147,20 @@ mod table {
         #[inline(always)]
         pub(in crate::sync::sync_arena) fn bump(&self, layout: Layout) -> Option<NonNull<u8>> {
             let cur = self.cursor.get();
-            let pad = cur.addr().wrapping_neg() & (layout.align() - 1);
-            // `cursor <= limit`; `pad + size` cannot overflow (a layout's size is at most
-            // `isize::MAX` less its alignment's padding).
-            if pad + layout.size() > self.limit.get() - cur.addr() {
+            // Neither sum overflows: the cursor lies below `isize::MAX` (in a chunk, which lies
+            // there, or 1 for the empty piece), a layout's alignment is at most `2^63`, and its
+            // size at most `isize::MAX` less the alignment's padding, so `start + size` is below
+            // `2 * isize::MAX`.
+            let start = (cur.addr() + (layout.align() - 1)) & layout.align().wrapping_neg();
+            let end = start + layout.size();
+            if end > self.limit.get() {
                 return None;
             }
-            // SAFETY: `[cur, cur + pad + size)` lies in the piece, inside one chunk (the empty
-            // piece fits an empty block of alignment 1 only, whose offset is 0).
-            let (start, end) = unsafe { (cur.add(pad), cur.add(pad + layout.size())) };
-            self.cursor.set(end);
-            // SAFETY: in the piece (above address 0), or address 1 for the empty piece.
-            Some(unsafe { NonNull::new_unchecked(start) })
+            // `[start, end)` lies in `[cursor, limit]`, inside the piece's chunk (the empty piece
+            // fits only an empty block of alignment 1, at its address 1).
+            self.cursor.set(cur.with_addr(end));
+            // SAFETY: `start` is at least the cursor, which is not null.
+            Some(unsafe { NonNull::new_unchecked(cur.with_addr(start)) })
         }
 
         /// The piece's `(cursor, limit)` addresses.
