@@ -244,6 +244,9 @@ impl RawArena {
             end: Cell::new(end),
             headless: Cell::new(start),
             held: Cell::new(end.addr().get() - start.addr().get()),
+            // The next piece is sized as if this one had been the first chunk (see
+            // `enter_headless`).
+            growth: Cell::new(end.addr().get() - start.addr().get()),
             ..RawArena::with_growth_cap(cap)
         }
     }

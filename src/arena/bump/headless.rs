@@ -26,8 +26,9 @@ impl RawArena {
     /// Serves `layout`, which the position could not bump, with the headless piece: a new one
     /// when the arena never had a piece and its source lends one
     /// ([`ChunkSource::lend_piece`]), else the current one lengthened in place. `None` when
-    /// neither can: the position has then left the headless piece (if it was in one) and the
-    /// caller takes a chunk.
+    /// neither can: the caller takes a chunk, and the position leaves the headless piece (if
+    /// it is in one) once the chunk is taken (`enter_chunk`), so that a failure on the way
+    /// changes nothing.
     #[cold]
     #[inline(never)]
     pub(super) fn alloc_headless<S: ChunkSource + ?Sized>(
@@ -36,11 +37,7 @@ impl RawArena {
         src: &S,
     ) -> Option<NonNull<u8>> {
         if self.in_headless() {
-            if let Some(p) = self.lengthen_for(layout, src) {
-                return Some(p);
-            }
-            self.leave_headless(src);
-            return None;
+            return self.lengthen_for(layout, src);
         }
         if self.head.get().is_some()
             || self.headless_left.get().is_some()
@@ -63,8 +60,11 @@ impl RawArena {
         self.headless.set(start);
         self.ptr.set(start);
         self.end.set(end);
-        self.held
-            .set(self.held.get() + (end.addr().get() - start.addr().get()));
+        let size = end.addr().get() - start.addr().get();
+        self.held.set(self.held.get() + size);
+        // The next piece is sized as if this one had been the first chunk; and the first-chunk
+        // path, which sets no headless piece aside, is not taken (it needs `growth == 0`).
+        self.growth.set(self.growth.get().saturating_add(size));
     }
 
     /// Whether the position is in the headless piece.
@@ -74,23 +74,21 @@ impl RawArena {
     }
 
     /// Moves the position out of the headless piece, for good: its bytes in use stay counted
-    /// in `used_before`, its unused end goes back to the source when the source takes it, and
-    /// the next chunk is sized as if the piece had been the first chunk. The position is then
-    /// that of an arena with no chunk. Nothing when the position is not in the headless piece.
+    /// in `used_before`, and its unused end goes back to the source when the source takes it.
+    /// The position is then that of an arena with no chunk (until the caller enters one).
+    /// Nothing when the position is not in the headless piece.
     pub(super) fn leave_headless<S: ChunkSource + ?Sized>(&self, src: &S) {
         if !self.in_headless() {
             return;
         }
         let (start, ptr, end) = (self.headless.get(), self.ptr.get(), self.end.get());
         self.note_peak(self.in_use());
-        let size = end.addr().get() - start.addr().get();
         self.used_before
             .set(self.used_before.get() + (ptr.addr().get() - start.addr().get()));
         self.headless_left.set(Some(start));
         self.headless.set(SENTINEL);
         self.ptr.set(SENTINEL);
         self.end.set(SENTINEL);
-        self.growth.set(self.growth.get().saturating_add(size));
         // SAFETY: `[ptr, end)` is the unused end of the headless piece, which the source lent
         // to this arena and which no block covers; the position no longer reaches it.
         if unsafe { src.give_back(ptr, end) } {

@@ -121,14 +121,14 @@ impl RawArena {
                     c.unlink();
                     cur.insert_after(c);
                 }
-                return self.enter_chunk(c, layout);
+                return self.enter_chunk(c, layout, src);
             }
         }
         let c = self.take_chunk(layout, slack, src)?;
         if let Some(cur) = current {
             cur.insert_after(c);
         }
-        self.enter_chunk(c, layout)
+        self.enter_chunk(c, layout, src)
     }
 
     /// Moves the probe up past a request that met it (see `retention`): by a step, or to what
@@ -196,6 +196,8 @@ impl RawArena {
         layout: Layout,
         src: &S,
     ) -> Result<NonNull<u8>, Failure> {
+        // Never in a headless piece: taking one counts it in `growth` (see `headless`).
+        debug_assert!(!self.in_headless());
         let c = self.new_chunk(FIRST_CHUNK_BLOCK, src)?;
         // `take_block`'s bookkeeping, for an arena that held nothing (`growth == 0` means no
         // chunk was ever taken, so `held`, `chunks` and `head` are all empty).
@@ -334,10 +336,18 @@ impl RawArena {
         Ok(chunk)
     }
 
-    /// Makes `c` the current chunk and bumps `layout` from its start.
-    fn enter_chunk(&self, c: Chunk, layout: Layout) -> Result<NonNull<u8>, Failure> {
+    /// Makes `c` the current chunk and bumps `layout` from its start. A position in the
+    /// headless piece leaves it here, once the chunk is taken: a request that fails or unwinds
+    /// on the way leaves the position where it was.
+    fn enter_chunk<S: ChunkSource + ?Sized>(
+        &self,
+        c: Chunk,
+        layout: Layout,
+        src: &S,
+    ) -> Result<NonNull<u8>, Failure> {
         // The cycle needs at least what it has in use and this request (see `retention`).
         self.note_peak(self.in_use().saturating_add(layout.size()));
+        self.leave_headless(src);
         self.leave_current();
         self.set_current(c);
         // `c` was chosen or sized so that `layout` fits from its start: this never fails, and the

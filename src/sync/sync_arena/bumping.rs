@@ -605,9 +605,9 @@ impl<A: Allocator> SyncArena<A> {
     /// [`grow_last_any`](Self::grow_last_any) of the piece's last block.
     #[inline(always)]
     fn grow_in_piece(&self, t: &Piece, p: NonNull<u8>, new_size: usize) -> bool {
-        let Some(to) = p.addr().get().checked_add(new_size) else {
-            return false;
-        };
+        // No overflow: the block ends at the piece's cursor, so it lies in a chunk, below
+        // `isize::MAX`, and a layout's size is at most `isize::MAX`.
+        let to = p.addr().get() + new_size;
         let (_, limit) = t.range();
         if to <= limit {
             t.set_cursor(to);
@@ -688,8 +688,9 @@ impl<A: Allocator> SyncArena<A> {
     /// block lengthens it in place (see `grow_last_any`), and the handle gives its unused end
     /// back (see [`release_handle_rest`](Self::release_handle_rest)) while nothing was cut
     /// after it, so that the next handle on the thread starts where this one's blocks end.
-    /// `None` for a layout larger than a small piece, in a build without pieces, or before the
-    /// arena has a chunk: the handle then takes a chunk of its own.
+    /// `None` for a layout larger than a small piece, in a build without pieces, or when the
+    /// shared arena cannot take the bytes (its limit, or out of memory): the handle then takes
+    /// a chunk of its own, or fails as that does.
     pub(crate) fn lend_piece(&self, layout: Layout) -> Option<(NonNull<u8>, NonNull<u8>)> {
         if !PIECES || layout.size() > SMALL_PIECE {
             return None;
@@ -711,20 +712,22 @@ impl<A: Allocator> SyncArena<A> {
         // short would have to lengthen for the handle's next requests, which fails as soon as
         // another thread has taken a piece after it. A piece is cut from the current chunk
         // only.
-        self.current.get(Ordering::Relaxed)?;
-        let floor = room.saturating_mul(2).checked_next_power_of_two()?;
         let piece = Layout::from_size_align(room, 1).ok()?;
-        if let Some(p) = self.refill_piece(piece, floor) {
-            return self.pieces.piece(|t| {
-                // `room` bytes were bumped from `p`, the new piece's cursor: back there, the
-                // range is lent from them.
-                t.set_cursor(p.addr().get());
-                lend(t)
-            });
+        if self.current.get(Ordering::Relaxed).is_some() {
+            let floor = room.saturating_mul(2).checked_next_power_of_two()?;
+            if let Some(p) = self.refill_piece(piece, floor) {
+                return self.pieces.piece(|t| {
+                    // `room` bytes were bumped from `p`, the new piece's cursor: back there, the
+                    // range is lent from them.
+                    t.set_cursor(p.addr().get());
+                    lend(t)
+                });
+            }
         }
-        // The current chunk has no room for a piece: the range is placed on the chunk directly
-        // (taking the next chunk), as `allocate_piece_slow` places a piece, after the thread's
-        // piece gave its rest back. It lengthens and goes back on the chunk then.
+        // No chunk yet, or the current one has no room for a piece: the range is placed on the
+        // chunk directly (taking the next chunk, or the first), as `allocate_piece_slow` places
+        // a piece, after the thread's piece gave its rest back. It lengthens and goes back on
+        // the chunk then.
         self.return_piece_rest();
         let p = self.alloc_block_as(piece, Request::Piece).ok()?;
         // SAFETY: `[p, p + room)` is the block just placed.
