@@ -207,6 +207,12 @@ impl<A: Allocator> SyncArena<A> {
     /// dropped; dropping the handle gives the unused end of its last piece back when no other
     /// thread took memory after it.
     ///
+    /// Making a handle calls no backing allocator. When the calling thread's piece of this
+    /// arena has 256 bytes left, the handle's first piece is lent from it at once (this arena's
+    /// [`used_bytes`](Self::used_bytes) counts it from then on, as it counts every piece of a
+    /// handle), so that a handle per job places its first blocks with no call to the shared
+    /// arena.
+    ///
     /// ```
     /// let arena = arena_pool::SyncArena::new();
     /// let s = arena.local().alloc_str("built on one thread");
