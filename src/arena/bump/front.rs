@@ -176,9 +176,14 @@ impl RawArena {
                 unsafe { c.lengthen(more) };
                 c.end()
             }
-            // SAFETY: the source handed the `more` bytes after the piece to it: `end + more` is
-            // in the same block of the source's.
-            None => unsafe { end.add(more) },
+            None => {
+                // The next chunk is sized as if the headless piece had been taken at its new
+                // length (see `enter_headless`).
+                self.growth.set(self.growth.get().saturating_add(more));
+                // SAFETY: the source handed the `more` bytes after the piece to it: `end + more`
+                // is in the same block of the source's.
+                unsafe { end.add(more) }
+            }
         };
         self.held.set(self.held.get() + more);
         self.end.set(new_end);
