@@ -236,6 +236,7 @@ impl RawArena {
     /// Like [`with_growth_cap`](RawArena::with_growth_cap), its position in `lent`, a range its
     /// source lent for its headless piece (see `headless`), if any.
     #[inline(always)]
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // used by `LocalArena`
     pub(crate) fn with_headless(cap: usize, lent: Option<(NonNull<u8>, NonNull<u8>)>) -> RawArena {
         let (start, end) = lent.unwrap_or((SENTINEL, SENTINEL));
         poison(start.as_ptr(), end.as_ptr());
