@@ -141,7 +141,8 @@ impl RawArena {
 
     /// Moves the position back over the padding in front of a block that was just given back:
     /// from `start` to `mark`, when the position is at `start` and `mark` lies in the current
-    /// chunk, less than `align` bytes before it (so that only that padding lies between them).
+    /// chunk (or headless piece), less than `align` bytes before it (so that only that padding
+    /// lies between them).
     ///
     /// # Safety
     /// `mark` was taken, by [`mark`](Self::mark), just before the block that starts at `start`
@@ -158,8 +159,8 @@ impl RawArena {
             && mark <= start
             && start - mark < align
         {
-            // `mark` lies in the current chunk (or headless piece) at or before `ptr`, so it is non-null; our own
-            // pointer carries the chunk's provenance.
+            // `mark` lies in the current chunk (or headless piece) at or before `ptr`, so it is
+            // non-null; our own pointer carries the chunk's provenance.
             if let Some(m) = core::num::NonZero::new(mark) {
                 self.ptr.set(ptr.with_addr(m));
             }

@@ -51,12 +51,12 @@ const LENT_PIECE: usize = 256;
 
 /// Lends `[p, p + size)` of the thread's piece `t` (or up to its limit, if nearer), where `p` is
 /// at or after the piece's cursor: the piece's cursor moves to the range's end.
-fn lend_from(t: &Piece, p: NonNull<u8>, size: usize) -> Option<(NonNull<u8>, NonNull<u8>)> {
+fn lend_from(t: &Piece, p: NonNull<u8>, size: usize) -> (NonNull<u8>, NonNull<u8>) {
     let (_, limit) = t.range();
     let end = limit.min(p.addr().get().saturating_add(size));
     t.set_cursor(end);
     let (cursor, _) = t.rest();
-    Some((p, cursor))
+    (p, cursor)
 }
 
 /// Where [`SyncArena::release_handle_rest`] gave a dropped handle's unused end.
@@ -684,10 +684,11 @@ impl<A: Allocator> SyncArena<A> {
     /// Lends a handle its headless piece ([`ChunkSource::lend_piece`]): [`LENT_PIECE`] bytes
     /// (or `layout`'s block if that is larger) of the calling thread's piece, from `layout`'s
     /// block on; when the thread's piece has not that much left, of a new piece of the
-    /// thread's (taken as [`allocate_piece_slow`](Self::allocate_piece_slow) takes one). The range is the last thing cut from the thread's piece: the handle's last
-    /// block lengthens it in place (see `grow_last_any`), and the handle gives its unused end
-    /// back (see [`release_handle_rest`](Self::release_handle_rest)) while nothing was cut
-    /// after it, so that the next handle on the thread starts where this one's blocks end.
+    /// thread's (taken as [`allocate_piece_slow`](Self::allocate_piece_slow) takes one). The
+    /// range is the last thing cut from the thread's piece: the handle's last block lengthens it
+    /// in place (see `grow_last_any`), and the handle gives its unused end back (see
+    /// [`release_handle_rest`](Self::release_handle_rest)) while nothing was cut after it, so
+    /// that the next handle on the thread starts where this one's blocks end.
     /// `None` for a layout larger than a small piece, in a build without pieces, or when the
     /// shared arena cannot take the bytes (its limit, or out of memory): the handle then takes
     /// a chunk of its own, or fails as that does.
@@ -703,7 +704,7 @@ impl<A: Allocator> SyncArena<A> {
             if limit - cursor < room {
                 return None;
             }
-            lend_from(t, t.bump(layout)?, size)
+            Some(lend_from(t, t.bump(layout)?, size))
         };
         if let Some(range) = self.pieces.piece(lend) {
             return Some(range);
@@ -749,7 +750,7 @@ impl<A: Allocator> SyncArena<A> {
             if to.addr().get() - from.addr().get() < LENT_PIECE {
                 return None;
             }
-            lend_from(t, from, LENT_PIECE)
+            Some(lend_from(t, from, LENT_PIECE))
         })
     }
 
