@@ -23,7 +23,7 @@ const MIB: usize = 1 << 20;
 const TRAIL: usize = 3 * 64 * 1024;
 
 /// The blocks of 64 B of a steady cycle around the spikes.
-const STEADY: usize = scaled(1000, 250);
+const STEADY: usize = scaled(1000, 100);
 
 /// A backing allocator on `Global` that counts the bytes it holds (the sizes asked for), their
 /// peak, and its calls; `grow` and `shrink` are `Global`'s (realloc).
@@ -174,7 +174,7 @@ fn growing_vec_holds_little_more_than_its_buffer() {
 
 #[test]
 fn hash_map_holds_its_table_and_the_one_before() {
-    let n = scaled(100_000, 3_000) as u64;
+    let n = scaled(100_000, 1_000) as u64;
     let meter = Meter::default();
     let arena = Arena::new_in(&meter);
     let mut map = hashbrown::HashMap::new_in(&arena);
@@ -426,7 +426,7 @@ fn a_loop_whose_blocks_are_all_given_back_before_each_reset_settles_too() {
     // reset allows for roll-backs it does not see. The probe measures such a cycle.
     // (Under Miri, the same bytes in blocks four times as large, and fewer cycles.)
     const WORDS: usize = scaled(32, 128);
-    let (blocks, cycles) = (scaled(1000, 250), scaled(16, 8));
+    let (blocks, cycles) = (scaled(1000, 250), scaled(16, 5));
     given_back_loop::<WORDS, _>(&Meter::default(), Arena::new_in, blocks, cycles, false);
     given_back_loop::<WORDS, _>(&Meter::default(), SyncArena::new_in, blocks, cycles, false);
 }
@@ -438,14 +438,14 @@ fn a_list_freed_from_its_newest_node_settles_without_outgrowing_a_chunk() {
     // It renews for the bound (the whole chunk), with a probe that measures the next cycle: no
     // cycle after the first outgrows its chunk, and the peak stays that of the first. (The reset
     // after the measured cycle may renew once more, to the measure.)
-    let (nodes, cycles) = (scaled(10_000, 1_200), scaled(12, 6));
+    let (nodes, cycles) = (scaled(10_000, 500), scaled(12, 5));
     given_back_loop::<3, _>(&Meter::default(), Arena::new_in, nodes, cycles, true);
     given_back_loop::<3, _>(&Meter::default(), SyncArena::new_in, nodes, cycles, true);
 }
 
 #[test]
 fn after_a_spike_the_arena_gives_back_within_eight_resets() {
-    let spike = scaled(64 * MIB, MIB / 2) / 64;
+    let spike = scaled(64 * MIB, 384 * 1024) / 64;
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     for _ in 0..4 {
@@ -468,7 +468,7 @@ fn after_a_spike_the_arena_gives_back_within_eight_resets() {
 
 #[test]
 fn a_spike_in_a_scope_is_given_back_as_well() {
-    let spike = scaled(16 * MIB, MIB / 2) / 64;
+    let spike = scaled(16 * MIB, 384 * 1024) / 64;
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     cycle(&mut arena, STEADY);
@@ -616,7 +616,7 @@ fn a_growing_vec_with_blocks_placed_after_it_holds_in_later_cycles_what_it_held_
 
 #[test]
 fn a_hash_map_holds_in_later_cycles_what_it_held_first() {
-    let n = scaled(100_000, 900) as u64;
+    let n = scaled(100_000, 300) as u64;
     let meter = Meter::default();
     let cycles = cycles_on(&meter, Arena::new_in(&meter), CYCLES, |arena| {
         let mut m = hashbrown::HashMap::new_in(arena);
@@ -678,7 +678,7 @@ fn sync_arena_collections_hold_in_later_cycles_what_they_held_first() {
 
 #[test]
 fn a_handle_per_cycle_holds_in_later_cycles_what_the_first_held() {
-    let n = scaled(100_000, 900) as u64;
+    let n = scaled(100_000, 300) as u64;
     let meter = Meter::default();
     let cycles = cycles_on(&meter, SyncArena::new_in(&meter), CYCLES, |arena| {
         let local = arena.local();
@@ -893,7 +893,7 @@ fn a_local_handle_holds_about_what_an_arena_holds() {
     // cannot fit gets a chunk of its own size, so the two levels do not both leave a rest
     // behind: the handle holds what an arena would, plus a chunk header per piece.
     let sizes: &[usize] = if cfg!(miri) {
-        &[3_000]
+        &[1_000]
     } else {
         &[10_007, 100_003]
     };
@@ -920,7 +920,7 @@ fn grow_by_one<A: Allocator>(a: A, n: usize) -> usize {
 
 #[test]
 fn a_sync_arena_vector_that_moves_gives_its_old_buffer_back() {
-    let n = scaled(10_007, 2_000);
+    let n = scaled(10_007, 800);
     let meter = Meter::default();
     let arena = SyncArena::new_in(&meter);
     let buffer = grow_by_one(&arena, n);
@@ -971,7 +971,7 @@ fn a_local_handles_steady_loop_settles_in_about_what_an_arena_keeps() {
     // keeps what a cycle needs, as an `Arena`'s does (before, the whole last piece counted: 18
     // 416 bytes held for 10 007 bytes of `u8`s, against the `Arena`'s 11 248).
     let sizes: &[usize] = if cfg!(miri) {
-        &[2_000]
+        &[800]
     } else {
         &[10_007, 30_011]
     };
@@ -1060,7 +1060,7 @@ fn the_first_reset_makes_no_backing_call_and_the_next_cycle_none_either() {
     // all: no backing call, and the next cycle, which needs the same, runs in them. The reset
     // after it renews them into one chunk, and the loop makes no call from then on; no cycle
     // holds more than the first.
-    let n = scaled(10_007, 2_000);
+    let n = scaled(10_007, 800);
     let meter = Meter::default();
     let mut arena = Arena::new_in(&meter);
     let mut calls = std::vec::Vec::new();

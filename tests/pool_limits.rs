@@ -31,7 +31,7 @@ const fn scaled(native: usize, miri: usize) -> usize {
 }
 
 /// Requests per run.
-const STEPS: usize = scaled(3000, 300);
+const STEPS: usize = scaled(3000, 200);
 
 /// The message of a limit of `limit` bytes.
 fn limit_message(limit: usize) -> String {
@@ -69,7 +69,7 @@ fn exactly_the_limit(free: &[usize], limited: impl Fn(usize) -> (usize, usize, u
         "the run takes memory several times: {figures:?}"
     );
     // A few figures, spread over the run (every one natively).
-    let every = scaled(1, (figures.len() / 4).max(1));
+    let every = scaled(1, (figures.len() / 3).max(1));
     for &limit in figures.iter().take(figures.len() - 1).step_by(every) {
         let (served, peak, calls_before, calls_after) = limited(limit);
         let expect = free.iter().take_while(|&&p| p <= limit).count();

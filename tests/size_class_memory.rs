@@ -18,7 +18,7 @@ const fn scaled(native: usize, miri: usize) -> usize {
 
 /// Entries of the map, replacements per cycle, and cycles (one pool for all of them).
 const ENTRIES: u64 = scaled(1000, 100) as u64;
-const REPLACEMENTS: u64 = scaled(100_000, 500) as u64;
+const REPLACEMENTS: u64 = scaled(100_000, 250) as u64;
 const CYCLES: usize = scaled(6, 2);
 
 /// A backing allocator on `Global` that counts the bytes it holds (the sizes asked for), their

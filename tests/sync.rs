@@ -434,7 +434,7 @@ fn four_threads_build_vectors_and_boxes_in_one_sync_arena() {
 
 #[test]
 fn producer_consumer_frees_sync_pool_boxes_across_threads() {
-    let blocks = scaled(200_000, 300);
+    let blocks = scaled(200_000, 120);
     let pool = SyncPool::for_type::<[u64; 2]>();
     let (tx, rx) = mpsc::sync_channel::<Box<[u64; 2], &SyncPool>>(1024);
     thread::scope(|s| {
@@ -677,7 +677,7 @@ fn sync_pool_dropped_while_a_thread_keeps_its_cache() {
 /// producers' shards in batches): every block comes back, and the counts are exact.
 #[test]
 fn sync_pool_batches_freed_by_other_threads() {
-    let batches = scaled(200, 4);
+    let batches = scaled(200, 2);
     let pool = SyncPool::for_type::<[u64; 8]>();
     thread::scope(|s| {
         for p in 0..2u64 {

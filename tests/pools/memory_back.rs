@@ -129,7 +129,7 @@ fn size_class_empty_pages_follow_recent_cycles_down() {
         }
     };
     let (big, small, cycles) = if cfg!(miri) {
-        (200, 20, 40)
+        (200, 20, 16)
     } else {
         (700, 70, 40)
     };
@@ -327,7 +327,7 @@ fn size_class_recent_blocks_come_back_first_and_trim_releases_their_pages() {
 /// 1 507 328 -> 1 179 648.)
 #[test]
 fn size_class_pages_follow_a_falling_population() {
-    let (high, low) = if cfg!(miri) { (1000, 50) } else { (3000, 150) };
+    let (high, low) = if cfg!(miri) { (600, 30) } else { (3000, 150) };
     let counting = Counting::default();
     let pool = SizeClassPool::new_in(&counting);
     let mut rng = Lcg(5);
@@ -374,7 +374,7 @@ fn size_class_a_class_above_half_gives_pages_back() {
     let (high, steps) = if cfg!(miri) {
         (300, 3_000)
     } else {
-        (3000, 150_000)
+        (300, 3_000)
     };
     let low = high * 3 / 5;
     let counting = Counting::default();

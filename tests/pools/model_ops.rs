@@ -316,7 +316,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// Longest op sequence of the model tests.
-const MAX_OPS: usize = if cfg!(miri) { 30 } else { 150 };
+const MAX_OPS: usize = if cfg!(miri) { 24 } else { 150 };
 
 /// Most blocks one `Alloc` op makes (one past).
 const MAX_COUNT: usize = if cfg!(miri) { 6 } else { 12 };
@@ -553,13 +553,13 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
     }
 }
 
-/// 256 cases natively, 8 under Miri. Under Miri proptest must not touch the file system, its
+/// 256 cases natively, 5 under Miri. Under Miri proptest must not touch the file system, its
 /// default ChaCha generator costs seconds per case (XorShift: a fraction), and shrinking a
 /// failure is capped to keep the run short.
 fn config() -> ProptestConfig {
     let default = ProptestConfig::default();
     ProptestConfig {
-        cases: if cfg!(miri) { 8 } else { 256 },
+        cases: if cfg!(miri) { 5 } else { 256 },
         max_shrink_iters: if cfg!(miri) { 16 } else { 4096 },
         rng_algorithm: if cfg!(miri) {
             proptest::test_runner::RngAlgorithm::XorShift
