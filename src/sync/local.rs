@@ -10,7 +10,6 @@ use crate::ArenaRef;
 use crate::arena::{ChunkSource, OnRaw, RawArena};
 use crate::error::Failure;
 use crate::sync::SyncArena;
-use crate::sync::sync_arena::Released;
 
 /// A per-thread handle on a [`SyncArena`], made by [`SyncArena::local`].
 ///
@@ -260,32 +259,44 @@ impl<A: Allocator> ChunkSource for LocalArena<'_, A> {
 impl<A: Allocator> LocalArena<'_, A> {
     /// Gives `[from, to)`, the unused end of the handle's current piece, back to the shared
     /// arena when nothing was taken after it there; returns whether it did.
+    #[inline]
     fn give_back_rest(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
         // The shared arena hands these bytes out without poisoning (ASan builds).
         crate::arena::poison::unpoison(from.as_ptr(), to.as_ptr());
-        // Given back to the thread's piece it was cut from, the bytes stay counted as the
-        // chunk's use (as the piece's are): nothing is hidden from the reset.
-        let released = self.shared.release_handle_rest(from, to);
-        if released == Released::ToChunk {
-            // A roll-back on the shared chunk hides what the handle used above `from` (its own
-            // blocks rolled back inside its piece): the shared arena's reset must see it. When
-            // the piece hands out nothing, how far it reached is unknown, and it counts in full
-            // (as `Arena`'s reset bounds an emptied last chunk); otherwise what the handle
-            // recorded, as an `Arena` records it.
-            let unseen = if self.raw.current_is_bare() {
-                to.addr().get() - from.addr().get()
-            } else {
-                self.raw.peak_above_use()
-            };
-            if unseen != 0 {
-                self.shared.note_rollback(unseen);
-            }
+        // Given back to the thread's piece it was cut from (the common case: a handle per job),
+        // the bytes stay counted as the chunk's use (as the piece's are): nothing is hidden
+        // from the reset.
+        self.shared.release_to_piece(from, to) || self.give_back_to_chunk(from, to)
+    }
+
+    /// [`give_back_rest`](Self::give_back_rest) of a rest not in the thread's piece: to the
+    /// current chunk when it ends at the chunk's cursor; returns whether it went there.
+    #[cold]
+    #[inline(never)]
+    fn give_back_to_chunk(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
+        if !self.shared.release_bump(from, to) {
+            return false;
         }
-        released != Released::Nowhere
+        // A roll-back on the shared chunk hides what the handle used above `from` (its own
+        // blocks rolled back inside its piece): the shared arena's reset must see it. When the
+        // piece hands out nothing, how far it reached is unknown, and it counts in full (as
+        // `Arena`'s reset bounds an emptied last chunk); otherwise what the handle recorded, as
+        // an `Arena` records it.
+        let unseen = if self.raw.current_is_bare() {
+            to.addr().get() - from.addr().get()
+        } else {
+            self.raw.peak_above_use()
+        };
+        if unseen != 0 {
+            self.shared.note_rollback(unseen);
+        }
+        true
     }
 }
 
 impl<A: Allocator> Drop for LocalArena<'_, A> {
+    // Inline: a handle per job drops once per job, and its common case is a few instructions.
+    #[inline]
     fn drop(&mut self) {
         // The pieces stay with the shared arena (the blocks in them live on); only the unused end
         // of the last one goes back, if nothing was taken after it.

@@ -23,7 +23,6 @@ mod reset;
 mod shared_chunk;
 mod thread_piece;
 
-pub(crate) use self::bumping::Released;
 pub(crate) use self::reset::SharedCheckpoint;
 
 /// A bump arena that threads share: `&SyncArena` allocates from any thread, as an

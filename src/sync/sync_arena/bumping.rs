@@ -51,23 +51,13 @@ const LENT_PIECE: usize = 256;
 
 /// Lends `[p, p + size)` of the thread's piece `t` (or up to its limit, if nearer), where `p` is
 /// at or after the piece's cursor: the piece's cursor moves to the range's end.
+#[inline(always)]
 fn lend_from(t: &Piece, p: NonNull<u8>, size: usize) -> (NonNull<u8>, NonNull<u8>) {
     let (_, limit) = t.range();
     let end = limit.min(p.addr().get().saturating_add(size));
     t.set_cursor(end);
     let (cursor, _) = t.rest();
     (p, cursor)
-}
-
-/// Where [`SyncArena::release_handle_rest`] gave a dropped handle's unused end.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Released {
-    /// Not given back: other blocks follow it.
-    Nowhere,
-    /// To the thread's piece it was cut from: the chunk's cursor did not move.
-    ToPiece,
-    /// To the current chunk, whose cursor moved back.
-    ToChunk,
 }
 
 impl<A: Allocator> SyncArena<A> {
@@ -687,7 +677,7 @@ impl<A: Allocator> SyncArena<A> {
     /// thread's (taken as [`allocate_piece_slow`](Self::allocate_piece_slow) takes one). The
     /// range is the last thing cut from the thread's piece: the handle's last block lengthens it
     /// in place (see `grow_last_any`), and the handle gives its unused end back (see
-    /// [`release_handle_rest`](Self::release_handle_rest)) while nothing was cut after it, so
+    /// [`release_to_piece`](Self::release_to_piece)) while nothing was cut after it, so
     /// that the next handle on the thread starts where this one's blocks end.
     /// `None` for a layout larger than a small piece, in a build without pieces, or when the
     /// shared arena cannot take the bytes (its limit, or out of memory): the handle then takes
@@ -750,25 +740,21 @@ impl<A: Allocator> SyncArena<A> {
             if to.addr().get() - from.addr().get() < LENT_PIECE {
                 return None;
             }
-            Some(lend_from(t, from, LENT_PIECE))
+            // SAFETY: `from + LENT_PIECE <= to`, the piece's limit: inside the chunk the piece
+            // is in, whose provenance the cursor `from` carries.
+            let end = unsafe { from.add(LENT_PIECE) };
+            t.set_cursor(end.addr().get());
+            Some((from, end))
         })
     }
 
-    /// Gives a dropped handle's unused end `[from, to)` back: to this thread's piece when the
-    /// handle's piece was cut from it last (the piece's cursor is `to`), else to the current
-    /// chunk when it ends at the chunk's cursor. Returns where it went.
-    pub(crate) fn release_handle_rest(&self, from: NonNull<u8>, to: NonNull<u8>) -> Released {
-        if from == to {
-            return Released::Nowhere;
-        }
-        let size = to.addr().get() - from.addr().get();
-        if self.release_in_piece(from, size) {
-            Released::ToPiece
-        } else if self.release_bump(from, to) {
-            Released::ToChunk
-        } else {
-            Released::Nowhere
-        }
+    /// Gives a dropped handle's unused end `[from, to)` back to this thread's piece when the
+    /// handle's piece was cut from it last (the piece's cursor is `to`); returns whether it did.
+    /// The chunk's cursor does not move. (Otherwise the handle tries
+    /// [`release_bump`](Self::release_bump), on its cold path.)
+    #[inline(always)]
+    pub(crate) fn release_to_piece(&self, from: NonNull<u8>, to: NonNull<u8>) -> bool {
+        self.release_in_piece(from, to.addr().get() - from.addr().get())
     }
 
     /// Gives this thread's unused rest back to the current chunk when the piece ends at the
