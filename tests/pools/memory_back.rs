@@ -141,7 +141,7 @@ fn size_class_empty_pages_follow_recent_cycles_down() {
     let allocs = counting.allocs.get();
     let after_big = pool.stats();
     assert!(after_big.empty_bytes > 0, "{after_big:?}");
-    for _ in 0..if cfg!(miri) { 4 } else { 12 } {
+    for _ in 0..if cfg!(miri) { 3 } else { 12 } {
         cycle(&pool, big, 1);
         assert_eq!(
             counting.allocs.get(),
@@ -369,13 +369,15 @@ fn size_class_pages_follow_a_falling_population() {
 /// so its pages come down to about 4/3 of the blocks in use (its recent blocks included), plus
 /// the page left to empty and a 4 KiB page, where keeping every page it once needed would hold
 /// the 1.67x of the blocks it had at its peak.
+#[cfg_attr(
+    miri,
+    ignore = "a bound reached after thousands of steps of churn; under Miri the churn of one \
+              class is size_class_pages_follow_a_falling_population's and \
+              size_class_empty_pages_follow_recent_cycles_down's"
+)]
 #[test]
 fn size_class_a_class_above_half_gives_pages_back() {
-    let (high, steps) = if cfg!(miri) {
-        (300, 3_000)
-    } else {
-        (300, 3_000)
-    };
+    let (high, steps) = (3000, 150_000);
     let low = high * 3 / 5;
     let counting = Counting::default();
     let pool = SizeClassPool::new_in(&counting);
