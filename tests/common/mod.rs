@@ -253,3 +253,20 @@ pub fn expect_backing_panic(f: impl FnOnce()) {
 pub fn all_bytes(s: &[u8], byte: u8) -> bool {
     s == vec![byte; s.len()].as_slice()
 }
+
+/// The model tests' proptest configuration: `native` cases natively, `miri` under Miri, where
+/// proptest must not touch the file system and its default ChaCha generator costs a large share
+/// of each interpreted case (XorShift: a fraction).
+pub fn proptest_config(native: u32, miri: u32) -> proptest::test_runner::Config {
+    let default = proptest::test_runner::Config::default();
+    proptest::test_runner::Config {
+        cases: if cfg!(miri) { miri } else { native },
+        rng_algorithm: if cfg!(miri) {
+            proptest::test_runner::RngAlgorithm::XorShift
+        } else {
+            default.rng_algorithm
+        },
+        failure_persistence: None,
+        ..default
+    }
+}

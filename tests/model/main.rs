@@ -42,20 +42,9 @@ use scope_ops::{run_scope_model, scope_op};
 
 // ----- configuration -----
 
-/// 256 cases natively, 6 under Miri. Under Miri proptest must not touch the file system, and
-/// its default ChaCha generator costs a large share of each case (XorShift: a fraction).
+/// 256 cases natively, 6 under Miri (see `common::proptest_config`).
 fn config() -> ProptestConfig {
-    let default = ProptestConfig::default();
-    ProptestConfig {
-        cases: if cfg!(miri) { 6 } else { 256 },
-        rng_algorithm: if cfg!(miri) {
-            proptest::test_runner::RngAlgorithm::XorShift
-        } else {
-            default.rng_algorithm
-        },
-        failure_persistence: None,
-        ..default
-    }
+    common::proptest_config(256, 6)
 }
 
 /// Longest operation sequence of `allocator_model`.

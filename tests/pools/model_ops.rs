@@ -553,21 +553,12 @@ fn run_model<P: Subject>(pool: &P, ops: &[Op], drop_order: u64) {
     }
 }
 
-/// 256 cases natively, 5 under Miri. Under Miri proptest must not touch the file system, its
-/// default ChaCha generator costs seconds per case (XorShift: a fraction), and shrinking a
-/// failure is capped to keep the run short.
+/// 256 cases natively, 5 under Miri (see `common::proptest_config`), where shrinking a failure
+/// is capped too, to keep the run short.
 fn config() -> ProptestConfig {
-    let default = ProptestConfig::default();
     ProptestConfig {
-        cases: if cfg!(miri) { 5 } else { 256 },
         max_shrink_iters: if cfg!(miri) { 16 } else { 4096 },
-        rng_algorithm: if cfg!(miri) {
-            proptest::test_runner::RngAlgorithm::XorShift
-        } else {
-            default.rng_algorithm
-        },
-        failure_persistence: None,
-        ..default
+        ..crate::common::proptest_config(256, 5)
     }
 }
 

@@ -740,11 +740,9 @@ impl<A: Allocator> SyncArena<A> {
             if to.addr().get() - from.addr().get() < LENT_PIECE {
                 return None;
             }
-            // SAFETY: `from + LENT_PIECE <= to`, the piece's limit: inside the chunk the piece
-            // is in, whose provenance the cursor `from` carries.
-            let end = unsafe { from.add(LENT_PIECE) };
-            t.set_cursor(end.addr().get());
-            Some((from, end))
+            // Checked above: the range ends within the piece, so no clamp to its limit.
+            t.set_cursor(from.addr().get() + LENT_PIECE);
+            Some((from, t.rest().0))
         })
     }
 
