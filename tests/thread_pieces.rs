@@ -298,3 +298,34 @@ fn a_scope_on_a_handle_leaves_its_headless_piece_and_restores_exactly() {
     fresh.alloc_slice_copy(b"again");
     assert_eq!(handle_ranges(&fresh), [b"again".to_vec()]);
 }
+
+#[test]
+fn a_handles_vector_grows_in_place_in_a_probed_cycle() {
+    // Each cycle's vector is dropped before the reset, so the shared reset sees nothing in use:
+    // once the first cycles' needs have aged out, the kept chunk looks oversized and the next
+    // cycle runs under a probe that measures it. The handle's vector lengthens its piece past
+    // the probe, as the shared path's last block does: after the first cycle it never moves.
+    // (Capacity only, doubled with `reserve_exact`: the moves are in the growth.)
+    let mut shared = SyncArena::new();
+    for cycle in 0..8 {
+        let moves = {
+            let local = shared.local();
+            let mut v: Vec<usize, _> = Vec::new_in(&local);
+            v.push(cycle);
+            let mut at = v.as_ptr();
+            let mut moves = 0;
+            while v.capacity() < 16 * 1024 {
+                v.reserve_exact(2 * v.capacity() - v.len());
+                moves += usize::from(v.as_ptr() != at);
+                at = v.as_ptr();
+            }
+            assert_eq!(v[0], cycle);
+            moves
+        };
+        // (The first cycle moves it from its first chunk into the bigger ones it takes.)
+        if cycle >= 1 {
+            assert_eq!(moves, 0, "the vector moved in cycle {cycle}");
+        }
+        shared.reset();
+    }
+}

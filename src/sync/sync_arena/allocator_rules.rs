@@ -138,8 +138,19 @@ impl<A: Allocator> SyncArena<A> {
     #[inline(never)]
     pub(super) fn raise_probe_for(&self, p: NonNull<u8>, old: Layout, new: Layout) -> bool {
         let p = p.addr().get();
-        let is_last =
-            |c: SharedChunk| p.checked_add(old.size()) == Some(c.cursor().load(Ordering::Relaxed));
+        match (p.checked_add(old.size()), p.checked_add(new.size())) {
+            (Some(end), Some(reach)) => self.raise_probe_to(end, reach),
+            _ => false,
+        }
+    }
+
+    /// Moves a probe on the current chunk up so that what ends at `end`, when `end` is the
+    /// chunk's cursor, can reach `reach` (an address) where it is; returns whether the probe
+    /// moved.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn raise_probe_to(&self, end: usize, reach: usize) -> bool {
+        let is_last = |c: SharedChunk| end == c.cursor().load(Ordering::Relaxed);
         // Without the lock first: a probe is rare, and only the cycle after a reset has one.
         let current = self.current.get(Ordering::Acquire);
         if !current.is_some_and(|c| c.probed() && is_last(c)) {
@@ -148,7 +159,8 @@ impl<A: Allocator> SyncArena<A> {
         let mut chunks = self.chunks.lock();
         self.raise_probe(&mut chunks, |c| {
             if is_last(c) {
-                p.checked_sub(c.start())?.checked_add(new.size())
+                end.checked_sub(c.start())?;
+                reach.checked_sub(c.start())
             } else {
                 None
             }

@@ -636,6 +636,26 @@ impl<A: Allocator> SyncArena<A> {
         }
     }
 
+    /// [`grow_last_any`](Self::grow_last_any) of a handle's piece `[base, base + size)` to
+    /// `longer`, after raising the probe that stopped it: what ends at the chunk's cursor (the
+    /// thread's piece the handle's piece ends in, else the handle's piece) must reach `base +
+    /// longer`. False, with nothing changed, when no probe was in the way.
+    #[cold]
+    #[inline(never)]
+    fn extend_past_probe(&self, base: NonNull<u8>, size: usize, longer: usize) -> bool {
+        let end = self
+            .pieces
+            .piece(|t| {
+                ends_at_cursor(t, base, size)?;
+                Some(t.range().1)
+            })
+            .unwrap_or(base.addr().get() + size);
+        let Some(reach) = base.addr().get().checked_add(longer) else {
+            return false;
+        };
+        self.raise_probe_to(end, reach) && self.grow_last_any(base, size, longer)
+    }
+
     /// In-place shrink of the caller's block `[p, p + old)` to `new_size <= old`: in the
     /// thread's piece when it is the piece's last, else on the current chunk when it is the
     /// chunk's last.
@@ -854,10 +874,12 @@ impl<A: Allocator> ChunkSource for SyncArena<A> {
     }
 
     /// A piece that ends at the thread's piece's cursor (a small piece cut from it) or at the
-    /// current chunk's cursor grows as the last block does there.
+    /// current chunk's cursor grows as the last block does there; a probe in the way moves up,
+    /// as it does for the shared path's last block.
     unsafe fn extend_chunk(&self, base: NonNull<u8>, size: usize, more: usize) -> bool {
-        size.checked_add(more)
-            .is_some_and(|longer| self.grow_last_any(base, size, longer))
+        size.checked_add(more).is_some_and(|longer| {
+            self.grow_last_any(base, size, longer) || self.extend_past_probe(base, size, longer)
+        })
     }
 
     /// A handle's large blocks come from the shared arena's backing allocator, counted by the
