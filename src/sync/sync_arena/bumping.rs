@@ -643,6 +643,15 @@ impl<A: Allocator> SyncArena<A> {
     #[cold]
     #[inline(never)]
     fn extend_past_probe(&self, base: NonNull<u8>, size: usize, longer: usize) -> bool {
+        // Most refusals are a full chunk, not a probe: those return before the thread's piece
+        // is looked up.
+        if !self
+            .current
+            .get(Ordering::Acquire)
+            .is_some_and(|c| c.probed())
+        {
+            return false;
+        }
         let end = self
             .pieces
             .piece(|t| {
