@@ -159,7 +159,7 @@ impl<A: Allocator> SyncArena<A> {
         let mut chunks = self.chunks.lock();
         self.raise_probe(&mut chunks, |c| {
             if is_last(c) {
-                end.checked_sub(c.start())?;
+                // `end` is the chunk's cursor, so it lies in the chunk; `reach` is checked.
                 reach.checked_sub(c.start())
             } else {
                 None
